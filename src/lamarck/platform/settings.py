@@ -1,0 +1,175 @@
+"""One place for every setting: ``LAMARCK_`` environment variables, then ``lamarck.toml``, then defaults.
+
+Nested sections use ``__`` in environment variables, for example
+``LAMARCK_MODELS__EXECUTOR__MODEL=openai/qwen`` or ``LAMARCK_SANDBOX__MODE=limits_only``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+ROLES: tuple[str, ...] = ("curriculum", "executor", "critic", "harness_critic")
+DEFAULT_MODEL_VERSION = "smollm2-135m"
+DEFAULT_LOCAL_MODEL = f"lamarck/{DEFAULT_MODEL_VERSION}"
+
+
+class SamplingDefaults(BaseModel):
+    temperature: float = Field(0.0, ge=0.0, le=5.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(256, ge=1, le=32768)
+
+
+class ModelRoute(BaseModel):
+    """Where one role's calls go: a litellm model name, optionally an api_base and key."""
+
+    model: str = DEFAULT_LOCAL_MODEL
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+    sampling: SamplingDefaults = Field(default_factory=SamplingDefaults)
+
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("model must be a litellm model name such as 'lamarck/smollm2-135m'")
+        return value.strip()
+
+
+class ModelRoutes(BaseModel):
+    curriculum: ModelRoute = Field(default_factory=lambda: ModelRoute(sampling=SamplingDefaults(temperature=0.8, top_p=0.95)))
+    executor: ModelRoute = Field(default_factory=ModelRoute)
+    critic: ModelRoute = Field(default_factory=ModelRoute)
+    harness_critic: ModelRoute = Field(default_factory=lambda: ModelRoute(sampling=SamplingDefaults(temperature=0.7, top_p=0.95)))
+
+    def route(self, role: str) -> ModelRoute:
+        if role not in ROLES:
+            raise KeyError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
+        return getattr(self, role)
+
+
+class EngineSettings(BaseModel):
+    """The in-process local engine that serves ``lamarck/<version>`` models."""
+
+    device: str = "cpu"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    max_batch_size: int = Field(32, ge=1, le=1024)
+    batch_window_ms: float = Field(5.0, ge=0.0, le=1000.0)
+    threads: int | None = Field(None, ge=1)
+
+
+class GatewaySettings(BaseModel):
+    retries: int = Field(3, ge=0, le=20)
+    backoff_seconds: float = Field(0.5, ge=0.0)
+    timeout_seconds: float = Field(600.0, gt=0.0)
+
+
+class SandboxSettings(BaseModel):
+    """Limits for untrusted code. ``limits_only`` skips namespaces and warns on every run."""
+
+    mode: Literal["bubblewrap", "limits_only"] = "bubblewrap"
+    user: str = "nobody"
+    cpu_seconds: int = Field(5, ge=1)
+    wall_seconds: float = Field(10.0, gt=0.0)
+    memory_mb: int = Field(512, ge=32)
+    file_size_mb: int = Field(16, ge=1)
+    open_files: int = Field(64, ge=16)
+    processes: int = Field(32, ge=1)
+
+
+class ApiSettings(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    api_key: SecretStr | None = None
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="LAMARCK_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    data_dir: Path = Path(".lamarck")
+    model_store_dir: Path | None = None
+    database_url: str | None = None
+    broker_url: str | None = None
+    chroma_path: Path | None = None
+    chroma_url: str | None = None
+    models: ModelRoutes = Field(default_factory=ModelRoutes)
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    openai_api_key: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _derive_paths(self) -> Settings:
+        self.data_dir = self.data_dir.expanduser()
+        if self.model_store_dir is None:
+            self.model_store_dir = self.data_dir / "models"
+        if self.database_url is None:
+            self.database_url = f"sqlite:///{(self.data_dir / 'lamarck.db').as_posix()}"
+        if self.chroma_path is None and self.chroma_url is None:
+            self.chroma_path = self.data_dir / "chroma"
+        return self
+
+    @property
+    def mode(self) -> Literal["embedded", "distributed"]:
+        return "distributed" if self.broker_url else "embedded"
+
+    @property
+    def models_dir(self) -> Path:
+        assert self.model_store_dir is not None
+        return self.model_store_dir
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_file()))
+
+
+def config_file() -> Path:
+    """The TOML file: ``LAMARCK_CONFIG`` names it; otherwise ``lamarck.toml`` in the working directory."""
+    return Path(os.environ.get("LAMARCK_CONFIG", "lamarck.toml"))
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message is one line and names the fix."""
+
+
+def load_settings(**overrides: object) -> Settings:
+    path = config_file()
+    if "LAMARCK_CONFIG" in os.environ and not path.is_file():
+        raise SettingsError(f"config file {path} does not exist: create it with `lamarck init` or unset LAMARCK_CONFIG")
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except Exception as exc:
+        raise SettingsError(_one_line(exc, path)) from exc
+
+
+def _one_line(exc: Exception, path: Path) -> str:
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "settings"
+        env = "LAMARCK_" + "__".join(str(part).upper() for part in first["loc"])
+        return f"invalid setting {where}: {first['msg']} (fix {env} or [{where}] in {path})"
+    return f"cannot read settings from {path}: {str(exc).splitlines()[0]}"
