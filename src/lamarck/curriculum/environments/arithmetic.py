@@ -1,0 +1,193 @@
+"""Multi-step arithmetic word problems with exact integer answers."""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from lamarck.curriculum.calculator import calculator_tool
+from lamarck.curriculum.environment import Reward, TaskSpec, ToolSpec, check_difficulty, check_task
+
+
+@dataclass(frozen=True)
+class Level:
+    steps: int
+    max_start: int
+    max_operand: int
+    ops: tuple[str, ...]
+    max_factor: int = 9
+
+
+# Level 1: one addition of small numbers. Later levels add steps, digits and operations.
+LEVELS: dict[int, Level] = {
+    1: Level(1, 9, 9, ("add",)),
+    2: Level(1, 20, 20, ("add", "sub")),
+    3: Level(2, 50, 30, ("add", "sub")),
+    4: Level(2, 99, 60, ("add", "sub", "mul"), max_factor=5),
+    5: Level(3, 99, 99, ("add", "sub", "mul", "div")),
+    6: Level(3, 999, 250, ("add", "sub", "mul", "div", "mod"), max_factor=12),
+    7: Level(4, 999, 999, ("add", "sub", "mul", "div", "mod"), max_factor=25),
+    8: Level(5, 9999, 2500, ("add", "sub", "mul", "div", "mod"), max_factor=40),
+    9: Level(7, 9999, 9999, ("add", "sub", "mul", "div", "mod"), max_factor=99),
+}
+
+NAMES = ("Mia", "Omar", "Lena", "Ravi", "Sofia", "Tom", "Aiko", "Noah", "Zara", "Ivan", "Priya", "Leo", "Nia", "Jonas")
+ITEMS = (
+    "apples", "marbles", "stickers", "coins", "books", "pencils", "cookies", "stamps", "shells", "cards",
+    "bottles", "bricks", "seeds", "tickets", "beads", "candles",
+)  # fmt: skip
+
+_ADD = (
+    "{name} gets {n} more {item}.",
+    "A friend gives {name} {n} {item}.",
+    "{name} buys {n} {item} at the market.",
+    "{name} finds {n} extra {item}.",
+)
+_SUB = (
+    "{name} gives away {n} {item}.",
+    "{name} sells {n} of the {item}.",
+    "{name} loses {n} {item}.",
+    "{name} uses up {n} {item}.",
+)
+_MUL = (
+    "{name} ends up with {n} times as many {item} as before.",
+    "Each of the {item} is swapped for {n} new ones.",
+)
+_DIV = (
+    "{name} shares all the {item} equally among {n} friends and keeps one friend's share (leftovers are thrown away).",
+    "{name} splits the {item} into {n} equal piles as large as possible and keeps just one pile.",
+)
+_MOD = (
+    "{name} packs the {item} into boxes of {n} and ships every full box away, keeping only the leftovers.",
+)
+_TEMPLATES = {"add": _ADD, "sub": _SUB, "mul": _MUL, "div": _DIV, "mod": _MOD}
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "//", "mod": "%"}
+
+ANSWER_FORMAT = "Work step by step, then end with a final line 'The answer is N.' where N is a whole number."
+
+
+class ArithmeticEnv:
+    name = "arithmetic"
+    description = "Word problems that need several exact integer arithmetic steps (+, -, *, integer division, remainder)."
+    difficulties: tuple[int, ...] = tuple(LEVELS)
+    answer_format = ANSWER_FORMAT
+    training_allowed = True
+
+    def generate(self, difficulty: int, rng: random.Random) -> TaskSpec:
+        check_difficulty(self.name, self.difficulties, difficulty)
+        level = LEVELS[difficulty]
+        name, item = rng.choice(NAMES), rng.choice(ITEMS)
+        value = rng.randint(2, level.max_start)
+        sentences = [f"{name} has {value} {item}."]
+        expression = str(value)
+        ops: list[str] = []
+        for _ in range(level.steps):
+            op, operand = _pick_step(rng, level, value)
+            value = _apply(op, value, operand)
+            sentences.append(rng.choice(_TEMPLATES[op]).format(name=name, n=operand, item=item))
+            expression = f"({expression} {_SYMBOL[op]} {operand})"
+            ops.append(op)
+        sentences.append(f"How many {item} does {name} have now?")
+        return TaskSpec(
+            environment=self.name,
+            difficulty=difficulty,
+            prompt=" ".join(sentences),
+            reference={"answer": value, "expression": expression[1:-1] if ops else expression},
+            metadata={"steps": len(ops), "ops": ops},
+        )
+
+    def verify(self, task: TaskSpec, answer: str) -> Reward:
+        check_task(self.name, task)
+        expected = int(task.reference["answer"])
+        got, problem = extract_integer(answer)
+        if got is None:
+            return Reward.fail(problem)
+        if got == expected:
+            return Reward(score=1.0, passed=True, details=f"correct: {expected}")
+        return Reward.fail(f"expected {expected}, got {got}")
+
+    def tools(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(
+                name="calculator",
+                description="Evaluate an arithmetic expression with numbers, + - * / // % ** and parentheses.",
+                parameters={
+                    "type": "object",
+                    "properties": {"expression": {"type": "string", "description": "for example (12 + 7) * 3 // 4"}},
+                    "required": ["expression"],
+                },
+                fn=calculator_tool,
+            )
+        ]
+
+
+def _pick_step(rng: random.Random, level: Level, value: int) -> tuple[str, int]:
+    choices = list(level.ops)
+    if value < 2:
+        choices = [op for op in choices if op not in ("sub", "div", "mod")] or ["add"]
+    if value > 10 * level.max_start:  # keep numbers from running away
+        choices = [op for op in choices if op != "mul"]
+    op = rng.choice(choices)
+    if op == "add":
+        return op, rng.randint(1, level.max_operand)
+    if op == "sub":
+        return op, rng.randint(1, min(level.max_operand, value - 1)) if value > 1 else 1
+    if op == "mul":
+        return op, rng.randint(2, level.max_factor)
+    return op, rng.randint(2, max(2, min(level.max_factor, value)))
+
+
+def _apply(op: str, value: int, operand: int) -> int:
+    if op == "add":
+        return value + operand
+    if op == "sub":
+        return value - operand
+    if op == "mul":
+        return value * operand
+    if op == "div":
+        return value // operand
+    return value % operand
+
+
+_NUMBER = r"[-−]?\d[\d,]*(?:\.\d+)?"
+_MARKERS = (
+    re.compile(r"####\s*\$?\s*(" + _NUMBER + ")"),
+    re.compile(r"\\boxed\{\s*\$?(" + _NUMBER + r")\s*\}"),
+    re.compile(r"answer\s*(?:is\s*:?|:|=)\s*\**\s*\$?\s*(" + _NUMBER + ")", re.IGNORECASE),
+)
+_ANY_NUMBER = re.compile(_NUMBER)
+
+
+def extract_integer(answer: str) -> tuple[int | None, str]:
+    """The final integer stated in an answer, or ``(None, why)``.
+
+    Prefers explicit markers ('#### 42', '\\boxed{42}', 'the answer is 42'), last one wins; else the last number.
+    """
+    text = answer.strip()
+    if not text:
+        return None, "empty answer"
+    found: str | None = None
+    for pattern in _MARKERS:
+        matches = pattern.findall(text)
+        if matches:
+            found = matches[-1]
+            break
+    if found is None:
+        numbers = _ANY_NUMBER.findall(text)
+        if not numbers:
+            return None, f"no number found in the answer: {_clip(text)!r}"
+        found = numbers[-1]
+    cleaned = found.replace(",", "").replace("−", "-")
+    try:
+        number = Decimal(cleaned)
+    except InvalidOperation:
+        return None, f"cannot read {found!r} as a number"
+    if number != number.to_integral_value():
+        return None, f"final number {found} is not a whole number"
+    return int(number), ""
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

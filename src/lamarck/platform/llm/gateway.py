@@ -1,0 +1,258 @@
+"""The LLM gateway: every model call in Lamarck goes through here, addressed by role.
+
+Each role (curriculum, executor, critic, harness_critic) routes to its configured
+litellm model. Transient failures are retried with exponential backoff, and every
+call — successful or not — is recorded as an ``LLMCall`` row with tokens, latency
+and cost where litellm knows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import litellm
+
+from lamarck.platform.settings import ROLES, GatewaySettings, ModelRoute, ModelRoutes
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
+    litellm.exceptions.RateLimitError,
+    litellm.exceptions.APIConnectionError,
+    litellm.exceptions.Timeout,
+    litellm.exceptions.ServiceUnavailableError,
+    litellm.exceptions.InternalServerError,
+)
+LOCAL_PREFIX = "lamarck/"
+
+
+class GatewayError(RuntimeError):
+    """A model call that cannot succeed; the message is one line and names the fix."""
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    role: str
+    model: str
+    choices: list[str]
+    finish_reasons: list[str]
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cost_usd: float | None
+    attempts: int = 1
+    raw: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        return self.choices[0] if self.choices else ""
+
+
+class LLMGateway:
+    def __init__(
+        self,
+        routes: ModelRoutes,
+        settings: GatewaySettings,
+        *,
+        db: Database | None = None,
+        ensure_local_provider: Callable[[], None] | None = None,
+        default_api_key: str | None = None,
+    ) -> None:
+        self.routes = routes
+        self.settings = settings
+        self.db = db
+        self._ensure_local_provider = ensure_local_provider
+        self._default_api_key = default_api_key
+
+    def route(self, role: str) -> ModelRoute:
+        if role not in ROLES:
+            raise GatewayError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
+        return self.routes.route(role)
+
+    def complete(
+        self,
+        role: str,
+        messages: list[dict[str, Any]],
+        *,
+        run_id: str | None = None,
+        episode_id: str | None = None,
+        **params: Any,
+    ) -> ChatResult:
+        route = self.route(role)
+        kwargs = self._call_kwargs(route, messages, params)
+        started = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                response = litellm.completion(**kwargs)
+            except TRANSIENT_ERRORS as exc:
+                if attempts <= self.settings.retries:
+                    time.sleep(self._backoff(attempts))
+                    continue
+                raise self._failed(role, route, exc, started, attempts, run_id, episode_id) from exc
+            except Exception as exc:
+                raise self._failed(role, route, exc, started, attempts, run_id, episode_id) from exc
+            return self._succeeded(role, route, response, started, attempts, run_id, episode_id)
+
+    async def acomplete(
+        self,
+        role: str,
+        messages: list[dict[str, Any]],
+        *,
+        run_id: str | None = None,
+        episode_id: str | None = None,
+        **params: Any,
+    ) -> ChatResult:
+        route = self.route(role)
+        kwargs = self._call_kwargs(route, messages, params)
+        started = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                response = await litellm.acompletion(**kwargs)
+            except TRANSIENT_ERRORS as exc:
+                if attempts <= self.settings.retries:
+                    await asyncio.sleep(self._backoff(attempts))
+                    continue
+                raise self._failed(role, route, exc, started, attempts, run_id, episode_id) from exc
+            except Exception as exc:
+                raise self._failed(role, route, exc, started, attempts, run_id, episode_id) from exc
+            return self._succeeded(role, route, response, started, attempts, run_id, episode_id)
+
+    def _backoff(self, attempt: int) -> float:
+        return self.settings.backoff_seconds * (2 ** (attempt - 1))
+
+    def _call_kwargs(self, route: ModelRoute, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+        if not messages:
+            raise GatewayError("messages is empty: pass at least one chat message")
+        if route.model.startswith(LOCAL_PREFIX) and route.api_base is None and self._ensure_local_provider:
+            self._ensure_local_provider()
+        kwargs: dict[str, Any] = {
+            "model": route.model,
+            "messages": messages,
+            "temperature": route.sampling.temperature,
+            "top_p": route.sampling.top_p,
+            "max_tokens": route.sampling.max_tokens,
+            "timeout": self.settings.timeout_seconds,
+            "num_retries": 0,
+        }
+        if route.api_base:
+            kwargs["api_base"] = route.api_base
+        api_key = route.api_key.get_secret_value() if route.api_key else self._default_api_key
+        if api_key:
+            kwargs["api_key"] = api_key
+        kwargs.update({key: value for key, value in params.items() if value is not None})
+        return kwargs
+
+    def _succeeded(
+        self,
+        role: str,
+        route: ModelRoute,
+        response: Any,
+        started: float,
+        attempts: int,
+        run_id: str | None,
+        episode_id: str | None,
+    ) -> ChatResult:
+        latency = time.perf_counter() - started
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        result = ChatResult(
+            role=role,
+            model=route.model,
+            choices=[choice.message.content or "" for choice in response.choices],
+            finish_reasons=[str(choice.finish_reason or "") for choice in response.choices],
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=latency,
+            cost_usd=_cost(response, route.model),
+            attempts=attempts,
+            raw=response,
+        )
+        self._record(role, route.model, prompt_tokens, completion_tokens, latency, result.cost_usd, attempts, None, run_id, episode_id)
+        return result
+
+    def _failed(
+        self,
+        role: str,
+        route: ModelRoute,
+        exc: Exception,
+        started: float,
+        attempts: int,
+        run_id: str | None,
+        episode_id: str | None,
+    ) -> GatewayError:
+        reason = _first_line(exc)
+        self._record(role, route.model, 0, 0, time.perf_counter() - started, None, attempts, reason, run_id, episode_id)
+        if isinstance(exc, GatewayError):
+            return exc
+        env = f"LAMARCK_MODELS__{role.upper()}__"
+        if isinstance(exc, TRANSIENT_ERRORS):
+            where = route.api_base or route.model
+            return GatewayError(
+                f"cannot reach model {route.model} at {where} for role {role} after {attempts} attempts: {reason}"
+                f" (start the model server or fix {env}API_BASE)"
+            )
+        if isinstance(exc, (litellm.exceptions.NotFoundError, litellm.exceptions.BadRequestError)):
+            return GatewayError(f"model {route.model} for role {role} refused the call: {reason} (fix {env}MODEL)")
+        if isinstance(exc, litellm.exceptions.AuthenticationError):
+            return GatewayError(f"model {route.model} for role {role} rejected the API key (set {env}API_KEY)")
+        return GatewayError(f"call to {route.model} for role {role} failed: {reason}")
+
+    def _record(
+        self,
+        role: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        latency: float,
+        cost: float | None,
+        attempts: int,
+        error: str | None,
+        run_id: str | None,
+        episode_id: str | None,
+    ) -> None:
+        if self.db is None:
+            return
+        try:
+            with self.db.session() as session:
+                repo.record_llm_call(
+                    session,
+                    role=role,
+                    model=model,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    latency_s=latency,
+                    cost_usd=cost,
+                    ok=error is None,
+                    error=error,
+                    attempts=attempts,
+                    run_id=run_id,
+                    episode_id=episode_id,
+                )
+        except Exception:
+            log.exception("could not record the LLM call for role %s", role)
+
+
+def _cost(response: Any, model: str) -> float | None:
+    if model.startswith(LOCAL_PREFIX):
+        return 0.0
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:
+        return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
