@@ -1,0 +1,78 @@
+"""The event bus: structured events, persisted with monotonic ids so any reader can replay or resume.
+
+Writers call ``publish``; the event is stored in SQL first, so a late reader replays it
+with ``replay(after_id=...)`` and a live reader resumes from the last id it saw with
+``follow``. Readers in the same process are woken at once; readers in other processes
+(distributed mode) notice new rows on their next poll.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+
+
+class BusEvent(BaseModel):
+    id: int
+    type: str
+    run_id: str | None
+    payload: dict[str, Any]
+    created_at: datetime
+
+
+class EventBus:
+    def __init__(self, db: Database, *, poll_seconds: float = 0.5) -> None:
+        self.db = db
+        self.poll_seconds = poll_seconds
+        self._published = threading.Condition()
+
+    def publish(self, type: str, payload: dict[str, Any] | None = None, *, run_id: str | None = None) -> BusEvent:
+        with self.db.session() as session:
+            stored = repo.append_event(session, type=type, payload=dict(payload or {}), run_id=run_id)
+            event = _to_bus(stored)
+        with self._published:
+            self._published.notify_all()
+        return event
+
+    def replay(self, *, after_id: int = 0, run_id: str | None = None, limit: int = 1000) -> list[BusEvent]:
+        with self.db.session() as session:
+            return [_to_bus(e) for e in repo.events_after(session, after_id=after_id, run_id=run_id, limit=limit)]
+
+    def follow(
+        self,
+        *,
+        after_id: int = 0,
+        run_id: str | None = None,
+        timeout: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[BusEvent]:
+        """Yield stored events after ``after_id``, then new ones as they arrive, until timeout or stop."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last = after_id
+        while True:
+            batch = self.replay(after_id=last, run_id=run_id)
+            for event in batch:
+                last = event.id
+                yield event
+            if stop is not None and stop.is_set():
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            if not batch:
+                wait = self.poll_seconds
+                if deadline is not None:
+                    wait = min(wait, max(0.0, deadline - time.monotonic()))
+                with self._published:
+                    self._published.wait(wait)
+
+
+def _to_bus(event: Any) -> BusEvent:
+    return BusEvent(id=event.id, type=event.type, run_id=event.run_id, payload=event.payload, created_at=event.created_at)
