@@ -1,0 +1,104 @@
+"""The executor's action format, chosen so a 135M model can learn to emit it.
+
+One line per action::
+
+    CALL calculator: 12 * (3 + 4)
+    ANSWER: 84
+
+Parsing is forgiving about case, markdown decoration and ``name(input)`` spelling,
+and never raises: a reply it cannot use becomes a ``malformed`` action whose
+``error`` tells the model what was wrong, which the executor feeds back as an
+observation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+ActionKind = Literal["call", "answer", "malformed"]
+
+_DECORATION = "*_`> \t"
+_CALL = re.compile(r"^\s*[*_`>]*\s*(?:CALL|ACTION|TOOL)\s*[*_`]*\s*:?\s*(?P<rest>.*)$", re.IGNORECASE)
+_ANSWER = re.compile(r"^\s*[*_`>]*\s*(?:FINAL\s+)?ANSWER\s*[*_`]*\s*[:=]\s*(?P<answer>.*)$", re.IGNORECASE)
+_NAME_COLON = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\s*:\s*(?P<arg>.*)$", re.DOTALL)
+_NAME_PAREN = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\s*\((?P<arg>.*)\)\s*$", re.DOTALL)
+_FENCE_OPEN = re.compile(r"^\s*```")
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: ActionKind
+    tool: str | None = None
+    argument: str = ""
+    answer: str = ""
+    error: str = ""
+
+
+def parse_action(reply: str, *, known_tools: set[str] | None = None) -> Action:
+    """The first action in a reply: a tool call or an answer; otherwise a malformed action saying why."""
+    lines = reply.splitlines()
+    for index, line in enumerate(lines):
+        answer = _ANSWER.match(line)
+        if answer:
+            return Action(kind="answer", answer=_answer_text(answer.group("answer"), lines[index + 1 :]))
+        call = _CALL.match(line)
+        if call:
+            return _call(call.group("rest").strip(), lines[index + 1 :], known_tools)
+    if not reply.strip():
+        return Action(kind="malformed", error="empty reply: write `CALL tool_name: input` or `ANSWER: ...`")
+    return Action(
+        kind="malformed",
+        error="no action found: write one line `CALL tool_name: input` to use a tool, or `ANSWER: ...` to finish",
+    )
+
+
+def _call(rest: str, following: list[str], known_tools: set[str] | None) -> Action:
+    rest = _undecorate_name(rest.strip(_DECORATION))
+    match = _NAME_COLON.match(rest) or _NAME_PAREN.match(rest)
+    if match is None:
+        name, argument = (rest.split(None, 1) + [""])[:2] if rest else ("", "")
+    else:
+        name, argument = match.group("name"), match.group("arg")
+    name = name.strip(_DECORATION)
+    argument = argument.strip()
+    if not argument and following and _FENCE_OPEN.match(following[0]):
+        argument = _fenced_block(following)
+    if not name:
+        return Action(kind="malformed", error="CALL without a tool name: write `CALL tool_name: input`")
+    if known_tools is not None and name not in known_tools:
+        listed = ", ".join(sorted(known_tools)) or "none"
+        return Action(kind="malformed", tool=name, error=f"unknown tool {name!r}: available tools are {listed}")
+    return Action(kind="call", tool=name, argument=_unquote(argument))
+
+
+def _undecorate_name(rest: str) -> str:
+    """Drop markdown around the tool name (`calculator`: or **calculator**:), keeping the input as written."""
+    cut = min((i for i in (rest.find(":"), rest.find("(")) if i >= 0), default=len(rest))
+    return re.sub(r"[*`]", "", rest[:cut]).strip() + rest[cut:]
+
+
+def _answer_text(first: str, following: list[str]) -> str:
+    text = first.strip()
+    if not text and following and _FENCE_OPEN.match(following[0]):
+        return _fenced_block(following, keep_fence=True)
+    if text.startswith("```"):
+        return "\n".join([first.strip(), *following]).strip()
+    return text.strip("*_` ").strip()
+
+
+def _fenced_block(lines: list[str], keep_fence: bool = False) -> str:
+    body: list[str] = []
+    for line in lines[1:]:
+        if _FENCE_OPEN.match(line):
+            break
+        body.append(line)
+    block = "\n".join(body)
+    return f"```python\n{block}\n```" if keep_fence else block
+
+
+def _unquote(argument: str) -> str:
+    if len(argument) >= 2 and argument[0] == argument[-1] and argument[0] in "'\"`":
+        return argument[1:-1]
+    return argument

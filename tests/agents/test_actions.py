@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import pytest
+
+from lamarck.agents.actions import parse_action
+
+TOOLS = {"calculator", "reverse"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "tool", "argument"),
+    [
+        ("CALL calculator: 12 * 7", "calculator", "12 * 7"),
+        ("I should multiply.\nCALL calculator: 12*7\nRESULT: 84", "calculator", "12*7"),
+        ("call calculator: (3+4)", "calculator", "(3+4)"),
+        ("**CALL** calculator: 5-2", "calculator", "5-2"),
+        ("CALL calculator(2 + 2)", "calculator", "2 + 2"),
+        ("Action: reverse: 'hello'", "reverse", "hello"),
+        ("CALL `calculator`: 9/3", "calculator", "9/3"),
+    ],
+)
+def test_tool_calls_are_parsed_robustly(reply: str, tool: str, argument: str) -> None:
+    action = parse_action(reply, known_tools=TOOLS)
+    assert (action.kind, action.tool, action.argument) == ("call", tool, argument)
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        ("ANSWER: 84", "84"),
+        ("Let me think.\nThe total is 84.\nAnswer: 84", "84"),
+        ("FINAL ANSWER: **olleh**", "olleh"),
+        ("answer = 7", "7"),
+    ],
+)
+def test_answers_are_extracted(reply: str, answer: str) -> None:
+    action = parse_action(reply, known_tools=TOOLS)
+    assert (action.kind, action.answer) == ("answer", answer)
+
+
+def test_fenced_code_answer_is_kept_whole() -> None:
+    reply = "ANSWER:\n```python\ndef f(x):\n    return x + 1\n```\n"
+    action = parse_action(reply)
+    assert action.kind == "answer"
+    assert action.answer == "```python\ndef f(x):\n    return x + 1\n```"
+
+
+def test_the_first_action_wins() -> None:
+    action = parse_action("CALL calculator: 1+1\nANSWER: 2", known_tools=TOOLS)
+    assert action.kind == "call"
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("", "empty reply"),
+        ("I think it is probably big.", "no action found"),
+        ("CALL: ", "without a tool name"),
+        ("CALL python: print(1)", "unknown tool 'python': available tools are calculator, reverse"),
+    ],
+)
+def test_malformed_replies_explain_what_was_wrong(reply: str, message: str) -> None:
+    action = parse_action(reply, known_tools=TOOLS)
+    assert action.kind == "malformed" and message in action.error
+
+
+def test_underscores_in_tool_names_survive() -> None:
+    action = parse_action("CALL **run_python**: print(2)", known_tools={"run_python"})
+    assert (action.kind, action.tool, action.argument) == ("call", "run_python", "print(2)")
