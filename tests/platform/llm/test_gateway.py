@@ -7,46 +7,19 @@ from typing import Any
 
 import litellm
 import pytest
-from litellm import CustomLLM, ModelResponse
 from sqlalchemy import select
 
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import LLMCall
-
-
-class ScriptedLLM(CustomLLM):
-    """Replies from a script: each item is a reply text or an exception to raise."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.script: list[str | Exception] = []
-        self.calls: list[dict[str, Any]] = []
-
-    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        self.calls.append(kwargs)
-        item = self.script.pop(0)
-        if isinstance(item, Exception):
-            raise item
-        return litellm.completion(
-            model="gpt-3.5-turbo", messages=kwargs["messages"], mock_response=item
-        )
-
-    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        return self.completion(*args, **kwargs)
+from scripted_llm import ScriptedLLM, scripted_provider
 
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedLLM]:
-    handler = ScriptedLLM()
-    previous = list(litellm.custom_provider_map)
-    litellm.custom_provider_map = [p for p in previous if p["provider"] != "scripted"] + [
-        {"provider": "scripted", "custom_handler": handler}
-    ]
-    litellm.utils.custom_llm_setup()
-    yield handler
-    litellm.custom_provider_map = previous
+    with scripted_provider(ScriptedLLM()) as handler:
+        yield handler
 
 
 def _gateway(db: Database | None, retries: int = 2, **route: Any) -> LLMGateway:

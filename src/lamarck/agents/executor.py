@@ -1,0 +1,300 @@
+"""The executor: a ReAct loop — reason, call a tool or skill, observe, repeat, answer.
+
+All rollouts of a batch advance together, one step at a time. The first step asks for
+``samples_per_task`` completions of each task's prompt in one call; later steps send
+every live rollout's next call concurrently, so the engine batches them into one
+forward pass instead of serving them one by one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lamarck.agents.actions import parse_action
+from lamarck.agents.harness import HarnessSpec, default_harness
+from lamarck.agents.toolbox import LessonHandle, LessonSource, SkillSource, Toolbox
+from lamarck.curriculum.environment import Environment, TaskSpec
+from lamarck.platform.llm.gateway import GatewayError, LLMGateway
+from lamarck.platform.storage.trajectory import Message, ToolCall, Trajectory
+
+log = logging.getLogger(__name__)
+
+OBSERVATION_PREFIX = "RESULT: "
+STOP_SEQUENCES = ["RESULT:", "<|im_end|>"]
+
+
+class ExecutorInput(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    tasks: list[TaskSpec]
+    model_version: str
+    harnesses: dict[str, HarnessSpec] = Field(default_factory=dict)
+    samples_per_task: int | None = Field(None, ge=1, le=64)
+    seed: int = 0
+    run_id: str | None = None
+
+
+class Attempt(BaseModel):
+    task_index: int
+    sample_index: int
+    environment: str
+    harness_version: str
+    trajectory: Trajectory
+    answer: str | None = None
+    failure_reason: str | None = None
+    steps: int = 0
+    skills_used: list[str] = Field(default_factory=list)
+    lessons_used: list[str] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_seconds: float = 0.0
+
+
+class ExecutorOutput(BaseModel):
+    attempts: list[Attempt]
+    model_calls: int
+    wall_seconds: float
+    model_seconds: float
+
+
+@dataclass
+class _Rollout:
+    attempt: Attempt
+    harness: HarnessSpec
+    toolbox: Toolbox
+    started: float
+    done: bool = False
+    step_seed: int = 0
+    skills: set[str] = field(default_factory=set)
+
+
+class Executor:
+    def __init__(
+        self,
+        gateway: LLMGateway,
+        environments: Mapping[str, Environment],
+        *,
+        skills: SkillSource | None = None,
+        lessons: LessonSource | None = None,
+        max_concurrency: int = 64,
+    ) -> None:
+        self.gateway = gateway
+        self.environments = environments
+        self.skills = skills
+        self.lessons = lessons
+        self.max_concurrency = max_concurrency
+
+    def run(self, request: ExecutorInput) -> ExecutorOutput:
+        started = time.perf_counter()
+        rollouts = [r for index, task in enumerate(request.tasks) for r in self._start(index, task, request)]
+        calls = 0
+        model_seconds = 0.0
+        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
+            first = [r for r in rollouts if not r.done]
+            by_task: dict[int, list[_Rollout]] = {}
+            for rollout in first:
+                by_task.setdefault(rollout.attempt.task_index, []).append(rollout)
+            groups = list(by_task.values())
+            results = list(pool.map(lambda group: self._first_step(group, request), groups))
+            calls += len(groups)
+            model_seconds += sum(results)
+            while live := [r for r in rollouts if not r.done]:
+                results = list(pool.map(lambda rollout: self._next_step(rollout, request), live))
+                calls += len(live)
+                model_seconds += sum(results)
+        for rollout in rollouts:
+            rollout.attempt.skills_used = sorted(rollout.skills)
+        return ExecutorOutput(
+            attempts=[r.attempt for r in rollouts],
+            model_calls=calls,
+            wall_seconds=time.perf_counter() - started,
+            model_seconds=model_seconds,
+        )
+
+    # setting up
+
+    def _start(self, index: int, task: TaskSpec, request: ExecutorInput) -> list[_Rollout]:
+        harness = request.harnesses.get(task.environment) or default_harness(task.environment)
+        k = request.samples_per_task or harness.sampling.samples_per_task
+        now = time.perf_counter()
+        environment = self.environments.get(task.environment)
+        problem = _unusable(task, environment)
+        toolbox = Toolbox()
+        lessons: list[LessonHandle] = []
+        messages: list[Message] = []
+        if problem is None and environment is not None:
+            toolbox = self._toolbox(task, environment, harness)
+            lessons = self._lessons(task, harness)
+            messages = self._opening(task, environment, harness, toolbox, lessons)
+        rollouts = []
+        for sample in range(k):
+            attempt = Attempt(
+                task_index=index,
+                sample_index=sample,
+                environment=task.environment,
+                harness_version=harness.version_id,
+                trajectory=Trajectory(messages=[m.model_copy() for m in messages]),
+                lessons_used=[lesson.id for lesson in lessons],
+                failure_reason=problem,
+            )
+            seed = _seed(request.seed, index, sample)
+            rollouts.append(_Rollout(attempt, harness, toolbox, now, done=problem is not None, step_seed=seed))
+        return rollouts
+
+    def _toolbox(self, task: TaskSpec, environment: Environment, harness: HarnessSpec) -> Toolbox:
+        tools = [tool for tool in environment.tools() if harness.tools is None or tool.name in harness.tools]
+        skills = []
+        if self.skills is not None and harness.max_skills > 0:
+            skills = self.skills.retrieve(task.prompt, environment=task.environment, k=harness.max_skills)
+        return Toolbox(tools=tools, skills=skills)
+
+    def _lessons(self, task: TaskSpec, harness: HarnessSpec) -> list[LessonHandle]:
+        if self.lessons is None or harness.lesson_depth == 0:
+            return []
+        return self.lessons.retrieve(task.prompt, environment=task.environment, k=harness.lesson_depth)
+
+    def _opening(
+        self,
+        task: TaskSpec,
+        environment: Environment,
+        harness: HarnessSpec,
+        toolbox: Toolbox,
+        lessons: list[LessonHandle],
+    ) -> list[Message]:
+        tools_text, skills_text = toolbox.describe(harness.tool_description)
+        lessons_text = ""
+        if lessons:
+            lessons_text = "Lessons from earlier attempts:\n" + "\n".join(f"- {lesson.text}" for lesson in lessons)
+        system = harness.system_prompt.format(
+            environment_description=environment.description,
+            tools=tools_text,
+            skills=skills_text,
+            lessons=lessons_text,
+            answer_format=harness.answer_format,
+        )
+        messages = [Message(role="system", content=_tidy(system), meta={"lessons": [lesson.id for lesson in lessons]})]
+        for example in harness.few_shot.examples[: harness.few_shot.count]:
+            messages.append(Message(role="user", content=example.task, meta={"few_shot": True}))
+            messages.append(Message(role="assistant", content=example.trajectory, meta={"few_shot": True}))
+        messages.append(Message(role="user", content=task.prompt))
+        return messages
+
+    # stepping
+
+    def _first_step(self, group: list[_Rollout], request: ExecutorInput) -> float:
+        lead = group[0]
+        replies, seconds, tokens = self._ask(lead, request, n=len(group))
+        for rollout, reply in zip(group, replies, strict=False):
+            rollout.attempt.prompt_tokens += tokens[0] // max(1, len(group))
+            rollout.attempt.completion_tokens += tokens[1] // max(1, len(group))
+            self._advance(rollout, reply)
+        for rollout in group[len(replies) :]:
+            self._fail(rollout, "the model returned fewer samples than asked for")
+        return seconds
+
+    def _next_step(self, rollout: _Rollout, request: ExecutorInput) -> float:
+        replies, seconds, tokens = self._ask(rollout, request, n=1)
+        rollout.attempt.prompt_tokens += tokens[0]
+        rollout.attempt.completion_tokens += tokens[1]
+        if replies:
+            self._advance(rollout, replies[0])
+        return seconds
+
+    def _ask(self, rollout: _Rollout, request: ExecutorInput, n: int) -> tuple[list[str], float, tuple[int, int]]:
+        sampling = rollout.harness.sampling
+        params: dict[str, Any] = {
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens_per_step,
+            "stop": STOP_SEQUENCES,
+            "seed": rollout.step_seed + rollout.attempt.steps,
+            "run_id": request.run_id,
+        }
+        if n > 1:
+            params["n"] = n
+        route = self.gateway.route("executor")
+        if route.model.startswith("lamarck/") and route.api_base is None:
+            params["model"] = f"lamarck/{request.model_version}"
+        try:
+            result = self.gateway.complete("executor", render_for_model(rollout.attempt.trajectory), **params)
+        except GatewayError as exc:
+            self._fail(rollout, f"model call failed: {exc}")
+            return [], 0.0, (0, 0)
+        return result.choices, result.latency_s, (result.prompt_tokens, result.completion_tokens)
+
+    def _advance(self, rollout: _Rollout, reply: str) -> None:
+        attempt = rollout.attempt
+        attempt.steps += 1
+        action = parse_action(reply, known_tools=rollout.toolbox.names)
+        if action.kind == "answer":
+            attempt.trajectory.append(Message(role="assistant", content=reply.strip()))
+            attempt.answer = action.answer
+            self._finish(rollout)
+            return
+        if action.kind == "call" and action.tool is not None:
+            call_id = f"call_{attempt.steps}"
+            call = ToolCall(id=call_id, name=action.tool, arguments={"input": action.argument})
+            attempt.trajectory.append(Message(role="assistant", content=reply.strip(), tool_calls=[call]))
+            observation = rollout.toolbox.call(action.tool, action.argument)
+            if rollout.toolbox.is_skill(action.tool):
+                rollout.skills.add(action.tool)
+            attempt.trajectory.append(
+                Message(role="tool", name=action.tool, tool_call_id=call_id, content=observation)
+            )
+        else:
+            attempt.trajectory.append(Message(role="assistant", content=reply.strip()))
+            attempt.trajectory.append(Message(role="user", content=f"{action.error}", meta={"feedback": True}))
+        if attempt.steps >= rollout.harness.step_budget:
+            self._fail(rollout, f"step budget of {rollout.harness.step_budget} exhausted without an answer")
+
+    def _fail(self, rollout: _Rollout, reason: str) -> None:
+        rollout.attempt.failure_reason = reason
+        self._finish(rollout)
+
+    def _finish(self, rollout: _Rollout) -> None:
+        rollout.done = True
+        rollout.attempt.wall_seconds = time.perf_counter() - rollout.started
+
+
+def render_for_model(trajectory: Trajectory) -> list[dict[str, Any]]:
+    """The chat the model sees: observations as ``RESULT:`` user turns, no structured tool fields.
+
+    Training rows are rendered by this same function, so the model learns the format it is prompted with.
+    """
+    chat: list[dict[str, Any]] = []
+    for message in trajectory.messages:
+        if message.role == "tool":
+            chat.append({"role": "user", "content": f"{OBSERVATION_PREFIX}{message.content or ''}"})
+        else:
+            chat.append({"role": message.role, "content": message.content or ""})
+    return chat
+
+
+def _unusable(task: TaskSpec, environment: Environment | None) -> str | None:
+    if environment is None:
+        return f"unknown environment {task.environment!r} for this executor"
+    if not task.prompt.strip():
+        return "the task has an empty prompt"
+    return None
+
+
+def _seed(seed: int, task_index: int, sample_index: int) -> int:
+    digest = hashlib.sha256(f"{seed}:{task_index}:{sample_index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def _tidy(text: str) -> str:
+    lines = [line.rstrip() for line in text.splitlines()]
+    tidy: list[str] = []
+    for line in lines:
+        if line or (tidy and tidy[-1]):
+            tidy.append(line)
+    return "\n".join(tidy).strip()
