@@ -70,7 +70,7 @@ ANSWER_FORMAT = "Work step by step, then end with a final line 'The answer is N.
 
 class ArithmeticEnv:
     name = "arithmetic"
-    description = "Word problems that need several exact integer arithmetic steps (+, -, *, integer division, remainder)."
+    description = "Word problems needing several exact integer steps (+, -, *, integer division, remainder)."
     difficulties: tuple[int, ...] = tuple(LEVELS)
     answer_format = ANSWER_FORMAT
     training_allowed = True

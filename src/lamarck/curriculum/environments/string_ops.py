@@ -95,10 +95,10 @@ OPS: tuple[Op, ...] = (
     Op("upper", upper, "convert every letter to upper case"),
     Op("lower", lower, "convert every letter to lower case"),
     Op("remove_vowels", remove_vowels, "remove every vowel (a, e, i, o, u in either case)"),
-    Op("reverse_words", reverse_words, "reverse the order of the words (words are separated by single spaces)", min_level=2),
-    Op("sort_words", sort_words, "sort the words alphabetically by character code (upper case sorts first)", min_level=2),
+    Op("reverse_words", reverse_words, "reverse the order of the words (separated by single spaces)", min_level=2),
+    Op("sort_words", sort_words, "sort the words by character code (upper case sorts first)", min_level=2),
     Op("reverse_each_word", reverse_each_word, "reverse the letters of each word, keeping the word order", min_level=2),
-    Op("capitalize_words", capitalize_words, "make the first letter of each word upper case and the rest lower case", min_level=2),
+    Op("capitalize_words", capitalize_words, "upper-case the first letter of each word, lower-case the rest", min_level=2),
     Op("swap_case", swap_case, "swap the case of every letter", min_level=3),
     Op(
         "caesar",
@@ -176,10 +176,14 @@ class StringOpsEnv:
             for op, params in steps:
                 result = op.fn(result, **params)
                 trace.append(result)
-            if result and result == result.strip() and result != text:
+            if result and result == result.strip() and "  " not in result and result != text:
                 break
         lines = [f"{i}. {op.describe.format(**params)}" for i, (op, params) in enumerate(steps, start=1)]
-        prompt = f'Start with the text "{text}" and apply these steps in order:\n' + "\n".join(lines) + "\nWhat is the final text?"
+        prompt = (
+            f'Start with the text "{text}" and apply these steps in order:\n'
+            + "\n".join(lines)
+            + "\nWhat is the final text?"
+        )
         return TaskSpec(
             environment=self.name,
             difficulty=difficulty,
@@ -209,7 +213,9 @@ class StringOpsEnv:
         return []
 
 
-_ANSWER_LINE = re.compile(r"^\s*(?:\*\*)?(?:final\s+)?answer(?:\*\*)?\s*[:=]\s*(?:\*\*)?(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
+_ANSWER_LINE = re.compile(
+    r"^\s*(?:\*\*)?(?:final\s+)?answer(?:\*\*)?\s*[:=]\s*(?:\*\*)?(.*?)\s*$", re.IGNORECASE | re.MULTILINE
+)
 _QUOTES = ('"', "'", "`", "“”", "‘’")
 
 

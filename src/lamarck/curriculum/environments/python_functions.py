@@ -1,0 +1,108 @@
+"""Write a Python function from a description; hidden unit tests run in the platform sandbox."""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING, Any
+
+from lamarck.curriculum.environment import Reward, TaskSpec, ToolSpec, check_difficulty, check_task, extract_code
+from lamarck.curriculum.environments.code_harness import run_tests
+from lamarck.curriculum.environments.python_families import LEVELS, Family, families_for
+
+if TYPE_CHECKING:
+    from lamarck.platform.sandbox import Sandbox
+
+logger = logging.getLogger(__name__)
+
+ANSWER_FORMAT = "Reply with the complete Python function (and any helpers it needs) in one ```python code block."
+MIN_TESTS = 4
+MAX_REPR = 300
+
+
+class PythonFunctionsEnv:
+    name = "python_functions"
+    description = "Write a Python function from a short description; hidden unit tests decide."
+    difficulties: tuple[int, ...] = LEVELS
+    answer_format = ANSWER_FORMAT
+    training_allowed = True
+
+    def __init__(self, sandbox: Sandbox | None = None, *, wall_seconds: float | None = None) -> None:
+        self.sandbox = sandbox
+        self.wall_seconds = wall_seconds
+
+    def generate(self, difficulty: int, rng: random.Random) -> TaskSpec:
+        check_difficulty(self.name, self.difficulties, difficulty)
+        family = rng.choice(families_for(difficulty))
+        while True:
+            consts = family.consts(rng)
+            cases = _cases(family, consts, rng)
+            if len(cases) >= MIN_TESTS + 1:
+                break
+        (example_args, example_expected), hidden = cases[0], cases[1:]
+        call = _call(family.name, example_args)
+        prompt = (
+            f"Write a Python function `{family.signature}`.\n"
+            f"{family.describe.format(**consts)}\n"
+            f"Example: {call} returns {example_expected!r}."
+        )
+        tests = [f"_same({_call(family.name, args)}, {expected!r})" for args, expected in hidden]
+        return TaskSpec(
+            environment=self.name,
+            difficulty=difficulty,
+            prompt=prompt,
+            reference={
+                "function_name": family.name,
+                "tests": tests,
+                "solution": family.code.format(**consts),
+            },
+            metadata={"family": family.name, "constants": consts, "n_tests": len(tests)},
+        )
+
+    def verify(self, task: TaskSpec, answer: str) -> Reward:
+        check_task(self.name, task)
+        code = extract_code(answer)
+        if not code.strip():
+            return Reward.fail("empty answer: no code found")
+        name = str(task.reference["function_name"])
+        return run_tests(
+            self.sandbox, code, list(task.reference["tests"]), required=[name], wall_seconds=self.wall_seconds
+        )
+
+    def tools(self) -> list[ToolSpec]:
+        return []
+
+
+def _call(name: str, args: tuple[Any, ...]) -> str:
+    return f"{name}({', '.join(repr(arg) for arg in args)})"
+
+
+def _cases(family: Family, consts: dict[str, Any], rng: random.Random) -> list[tuple[tuple[Any, ...], Any]]:
+    """(args, expected) pairs from the family's reference solution (our own trusted code, run here)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(family.code.format(**consts), f"<family {family.name}>", "exec"), namespace)  # noqa: S102
+    solution = namespace[family.name]
+    cases: list[tuple[tuple[Any, ...], Any]] = []
+    seen: set[str] = set()
+    for _ in range(3):
+        for args in family.inputs(rng, consts):
+            key = repr(args)
+            if key in seen:
+                continue
+            try:
+                expected = solution(*_copy(args))
+            except (ArithmeticError, ValueError, IndexError):
+                continue
+            if isinstance(expected, float) or len(repr(expected)) > MAX_REPR:
+                continue
+            seen.add(key)
+            cases.append((args, expected))
+        if len(cases) >= MIN_TESTS + 1:
+            break
+    return cases
+
+
+def _copy(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    import copy
+
+    return copy.deepcopy(args)

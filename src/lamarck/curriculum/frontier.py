@@ -1,0 +1,135 @@
+"""Frontier selection: the next batch of (environment, difficulty) whose success is near a target.
+
+Each slot draws one Thompson sample of the success probability for every cell, makes each environment's
+samples non-increasing in difficulty (weighted isotonic regression, weights = posterior strength, so untried
+levels borrow from measured neighbours instead of looking like coin flips), and takes the cell whose sample is
+nearest the target. Sampling gives exploration in proportion to uncertainty; fresh samples per slot spread the
+batch. A fraction of slots replays recently failed tasks instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from lamarck.curriculum.environment import Environment, TaskSpec
+
+logger = logging.getLogger(__name__)
+
+
+class FrontierSlot(BaseModel):
+    environment: str
+    difficulty: int
+    reason: str
+    replay_task: TaskSpec | None = None
+
+
+class Posteriors(Protocol):
+    """What the selector reads from a profile (``CapabilityProfile`` satisfies it)."""
+
+    def posterior(self, environment: str, difficulty: int) -> tuple[float, float]: ...
+
+    def attempts(self, environment: str, difficulty: int) -> int: ...
+
+
+class FrontierSelector:
+    def __init__(
+        self,
+        ladders: Mapping[str, Sequence[int]],
+        *,
+        target: float = 0.5,
+        replay_fraction: float = 0.2,
+    ) -> None:
+        if not ladders or any(not ladder for ladder in ladders.values()):
+            raise ValueError("give at least one environment with at least one difficulty level")
+        if not 0.0 < target < 1.0:
+            raise ValueError(f"target must be in (0, 1), got {target}")
+        if not 0.0 <= replay_fraction <= 1.0:
+            raise ValueError(f"replay_fraction must be in [0, 1], got {replay_fraction}")
+        self.ladders = {name: tuple(sorted(ladders[name])) for name in sorted(ladders)}
+        self.target = target
+        self.replay_fraction = replay_fraction
+
+    @classmethod
+    def from_environments(cls, environments: Iterable[Environment], **options: float) -> FrontierSelector:
+        """Selector over the training environments; evaluation-only ones are left out."""
+        ladders = {env.name: tuple(env.difficulties) for env in environments if env.training_allowed}
+        return cls(ladders, **options)
+
+    def select(
+        self,
+        profile: Posteriors,
+        batch_size: int,
+        *,
+        seed: int | None = None,
+        rng: random.Random | None = None,
+        failed_tasks: Sequence[TaskSpec] = (),
+    ) -> list[FrontierSlot]:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        rng = rng or random.Random(seed)
+        pool = self._replayable(failed_tasks)
+        slots: list[FrontierSlot] = []
+        for _ in range(batch_size):
+            if pool and rng.random() < self.replay_fraction:
+                task = pool.pop(rng.randrange(len(pool)))
+                label = task.source_id or task.fingerprint[:12]
+                slots.append(FrontierSlot(environment=task.environment, difficulty=task.difficulty,
+                                          reason=f"replay: failed task {label}", replay_task=task))
+            else:
+                slots.append(self._thompson_slot(profile, rng))
+        return slots
+
+    def _thompson_slot(self, profile: Posteriors, rng: random.Random) -> FrontierSlot:
+        best: list[tuple[str, int, float]] = []
+        best_distance = float("inf")
+        for name, ladder in self.ladders.items():
+            params = [profile.posterior(name, d) for d in ladder]
+            samples = [rng.betavariate(a, b) for a, b in params]
+            smoothed = non_increasing(samples, [a + b for a, b in params])
+            for difficulty, value in zip(ladder, smoothed):
+                distance = abs(value - self.target)
+                if distance < best_distance - 1e-12:
+                    best, best_distance = [(name, difficulty, value)], distance
+                elif distance <= best_distance + 1e-12:
+                    best.append((name, difficulty, value))
+        name, difficulty, value = best[rng.randrange(len(best))] if len(best) > 1 else best[0]
+        a, b = profile.posterior(name, difficulty)
+        n = profile.attempts(name, difficulty)
+        reason = (
+            f"thompson: sampled success {value:.2f} nearest target {self.target:.2f} "
+            f"(posterior mean {a / (a + b):.2f} over {n} attempts)"
+        )
+        return FrontierSlot(environment=name, difficulty=difficulty, reason=reason)
+
+    def _replayable(self, failed_tasks: Sequence[TaskSpec]) -> list[TaskSpec]:
+        pool, seen = [], set()
+        for task in failed_tasks:
+            if task.difficulty not in self.ladders.get(task.environment, ()):
+                logger.debug("not replaying %s d%d: not a training cell", task.environment, task.difficulty)
+                continue
+            if task.fingerprint in seen:
+                continue
+            seen.add(task.fingerprint)
+            pool.append(task)
+        return pool
+
+
+def non_increasing(values: Sequence[float], weights: Sequence[float]) -> list[float]:
+    """Weighted least-squares fit of a non-increasing sequence (pool adjacent violators)."""
+    blocks: list[list[float]] = []  # [weighted sum, weight, count]
+    for value, weight in zip(values, weights):
+        blocks.append([value * weight, weight, 1])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] < blocks[-1][0] / blocks[-1][1]:
+            total, w, count = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += w
+            blocks[-1][2] += count
+    fitted: list[float] = []
+    for total, w, count in blocks:
+        fitted.extend([total / w] * int(count))
+    return fitted

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lamarck.curriculum.environment import Environment, extract_code
+from lamarck.curriculum.environments.code_harness import SandboxMissing
+from lamarck.curriculum.environments.python_families import FAMILIES, families_for
+from lamarck.curriculum.environments.python_functions import PythonFunctionsEnv
+
+
+def _task_for(env, family_name, seed=0):
+    family = next(f for f in FAMILIES if f.name == family_name)
+    for s in range(seed, seed + 500):
+        task = env.generate(family.level, random.Random(s))
+        if task.metadata["family"] == family_name:
+            return task
+    raise AssertionError(family_name)
+
+
+def test_ladder_and_generation():
+    env = PythonFunctionsEnv()
+    assert isinstance(env, Environment)
+    assert list(env.difficulties) == list(range(1, 9))
+    assert all(len(families_for(d)) >= 3 for d in env.difficulties)
+    prompts = {env.generate(d, random.Random(s)).prompt for d in env.difficulties for s in range(50)}
+    assert len(prompts) > 300  # constants make the space large
+    task = env.generate(3, random.Random(7))
+    assert task == env.generate(3, random.Random(7))
+    assert len(task.reference["tests"]) >= 4 and task.reference["function_name"] in task.prompt
+    with pytest.raises(ValueError, match="valid levels are 1..8"):
+        env.generate(42, random.Random(0))
+
+
+def test_reference_solutions_pass_in_process():
+    """Every family's reference passes its own tests (cheap check over many seeds, no sandbox)."""
+    env = PythonFunctionsEnv()
+    for d in env.difficulties:
+        for seed in range(60):
+            task = env.generate(d, random.Random(seed))
+            namespace = {"_same": lambda a, b: type(a) is type(b) and a == b}
+            exec(task.reference["solution"], namespace)
+            assert all(eval(test, namespace) for test in task.reference["tests"]), task.prompt
+
+
+def test_reference_solution_of_every_family_passes_in_sandbox(sandbox):
+    env = PythonFunctionsEnv(sandbox=sandbox)
+    for family in FAMILIES:
+        task = _task_for(env, family.name)
+        answer = f"Here you go:\n```python\n{task.reference['solution']}```\nThis works."
+        reward = env.verify(task, answer)
+        assert reward.passed and reward.score == 1.0, (family.name, reward.details)
+
+
+def test_wrong_answers_fail_with_details(sandbox):
+    env = PythonFunctionsEnv(sandbox=sandbox, wall_seconds=2.0)
+    task = _task_for(env, "add_constant")
+    k = task.metadata["constants"]["k"]
+    n = len(task.reference["tests"])
+
+    wrong = env.verify(task, f"def add_constant(x):\n    return x + {k + 1}\n")
+    assert not wrong.passed and wrong.score == 0.0 and f"0/{n} tests passed" in wrong.details
+
+    partial = env.verify(task, f"def add_constant(x):\n    return x + {k} if x > 0 else 0\n")
+    assert 0.0 <= partial.score < 1.0 and not partial.passed
+
+    syntax = env.verify(task, "def add_constant(x)\n    return x")
+    assert not syntax.passed and "syntax error" in syntax.details
+
+    missing = env.verify(task, "def add(x):\n    return x\n")
+    assert not missing.passed and "'add_constant' is not defined" in missing.details
+
+    crash = env.verify(task, "raise SystemExit(3)\n")
+    assert not crash.passed and "failed while loading" in crash.details
+
+    loop = env.verify(task, "def add_constant(x):\n    while True:\n        pass\n")
+    assert not loop.passed and loop.score == 0.0 and "limit" in loop.details
+
+    forged = env.verify(task, "class E(int):\n    def __eq__(self, o):\n        return True\n"
+                              "def add_constant(x):\n    return E(0)\n")
+    assert not forged.passed
+
+    assert not env.verify(task, "").passed
+
+
+def test_needs_a_sandbox():
+    env = PythonFunctionsEnv()
+    task = env.generate(1, random.Random(0))
+    with pytest.raises(SandboxMissing, match="sandbox"):
+        env.verify(task, task.reference["solution"])
+
+
+def test_extract_code():
+    assert extract_code("x\n```python\ndef f():\n    return 1\n```\nmore ```py\nf()\n```") == "def f():\n    return 1\n"
+    assert extract_code("def f(): return 2") == "def f(): return 2\n"
+    assert extract_code("```\ndef g(): pass\n") == "def g(): pass\n"
