@@ -110,3 +110,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for nodeid in _service_skips:
             print(f"  {nodeid}")
         session.exitstatus = 1
+
+
+@pytest.fixture
+def local_gateway(local_engine, sqlite_db: Database):  # type: ignore[no-untyped-def]
+    """The gateway with every role on the real local model (shared engine), recording calls in SQLite."""
+    from lamarck.platform.llm.gateway import LLMGateway
+    from lamarck.platform.llm.provider import register_local_provider
+    from lamarck.platform.settings import GatewaySettings, ModelRoutes
+
+    register_local_provider(local_engine)
+    return LLMGateway(
+        ModelRoutes(), GatewaySettings(retries=0), db=sqlite_db, ensure_local_provider=lambda: register_local_provider(local_engine)
+    )

@@ -4,63 +4,23 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, SettingsError, config_file
+from lamarck.commands.curriculum import curriculum_app, envs_app
+from lamarck.commands.skills import app as skills_app
+from lamarck.commands.common import UserError, console, container_from_settings, err, run_guarded
+from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, config_file
 
 app = typer.Typer(help="Lamarck: a self-evolving multi-agent platform.", no_args_is_help=True, add_completion=False)
 models_app = typer.Typer(help="Model versions: import, list.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
-
-console = Console()
-err = Console(stderr=True)
-T = TypeVar("T")
-
-
-class UserError(Exception):
-    """An error the user can fix; printed as one line, exit status 2."""
-
-
-def user_errors() -> tuple[type[BaseException], ...]:
-    from lamarck.platform.llm.gateway import GatewayError
-    from lamarck.platform.storage.database import DatabaseError
-    from lamarck.platform.storage.repositories import NotFound
-
-    errors: list[type[BaseException]] = [UserError, SettingsError, DatabaseError, GatewayError, NotFound]
-    try:
-        from lamarck.platform.llm.model_store import ModelStoreError
-
-        errors.append(ModelStoreError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
-@contextmanager
-def container_from_settings() -> Iterator[Any]:
-    from lamarck.platform.container import Container
-
-    container = Container()
-    try:
-        yield container
-    finally:
-        container.close()
-
-
-def run_guarded(action: Callable[[], T]) -> T:
-    """Run a command body; known errors become one line on stderr and exit status 2."""
-    try:
-        return action()
-    except user_errors() as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+app.add_typer(envs_app, name="envs")
+app.add_typer(curriculum_app, name="curriculum")
+app.add_typer(skills_app, name="skills")
 
 
 @app.callback()

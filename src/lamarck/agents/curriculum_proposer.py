@@ -14,6 +14,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from lamarck.platform.sandbox import Sandbox
 
 NEAR_DUPLICATE = 0.85
+PROPOSAL_TOKENS = 200
 Source = Literal["procedural", "llm", "replay"]
 
 
@@ -87,21 +89,53 @@ class CurriculumProposer:
         rng = random.Random(request.seed)
         profile: Posteriors = request.profile
         slots = self.frontier.select(profile, request.batch_size, rng=rng, failed_tasks=request.recent_failures)
+        asks = [
+            self.gateway is not None
+            and slot.replay_task is None
+            and slot.environment in SCHEMAS
+            and rng.random() < request.llm_share
+            for slot in slots
+        ]
+        seeds = [rng.randrange(2**31) for _ in slots]
+        replies = self._ask_all([(slot, seed) for slot, seed, ask in zip(slots, seeds, asks) if ask], request.run_id)
         output = ProposerOutput(tasks=[])
         novelty = _Novelty(request.recent_prompts)
-        for slot in slots:
+        for slot, ask in zip(slots, asks):
             if slot.replay_task is not None:
                 output.tasks.append(ProposedTask(task=slot.replay_task, source="replay", reason=slot.reason))
                 novelty.add(slot.replay_task.prompt)
                 continue
-            task = None
-            if self.gateway is not None and rng.random() < request.llm_share and slot.environment in SCHEMAS:
-                task = self._llm_task(slot, rng, novelty, output, request.run_id)
+            task = self._accept(slot, replies.pop(0), novelty, output) if ask else None
             if task is None:
                 task = ProposedTask(task=self._procedural(slot, rng, novelty), source="procedural", reason=slot.reason)
             novelty.add(task.task.prompt)
             output.tasks.append(task)
         return output
+
+    def _ask_all(self, asks: list[tuple[FrontierSlot, int]], run_id: str | None) -> list[str | GatewayError]:
+        """All proposal calls at once, so the model server batches them."""
+        if not asks:
+            return []
+        with ThreadPoolExecutor(max_workers=min(32, len(asks))) as pool:
+            return list(pool.map(lambda ask: self._ask(ask[0], ask[1], run_id), asks))
+
+    def _ask(self, slot: FrontierSlot, seed: int, run_id: str | None) -> str | GatewayError:
+        assert self.gateway is not None
+        env = self.environments[slot.environment]
+        example = training_task(env, slot.difficulty, random.Random(seed))
+        prompt = load_prompt("curriculum_propose.md").format(
+            environment=env.name,
+            description=env.description,
+            difficulty=slot.difficulty,
+            example=example.prompt,
+            schema=SCHEMAS[env.name],
+        )
+        try:
+            return self.gateway.complete(
+                "curriculum", [{"role": "user", "content": prompt}], seed=seed, max_tokens=PROPOSAL_TOKENS, run_id=run_id
+            ).text
+        except GatewayError as exc:
+            return exc
 
     def _procedural(self, slot: FrontierSlot, rng: random.Random, novelty: _Novelty) -> TaskSpec:
         env = self.environments[slot.environment]
@@ -112,42 +146,24 @@ class CurriculumProposer:
             task = training_task(env, slot.difficulty, rng)
         return task
 
-    def _llm_task(
-        self,
-        slot: FrontierSlot,
-        rng: random.Random,
-        novelty: _Novelty,
-        output: ProposerOutput,
-        run_id: str | None,
+    def _accept(
+        self, slot: FrontierSlot, reply: str | GatewayError, novelty: _Novelty, output: ProposerOutput
     ) -> ProposedTask | None:
-        assert self.gateway is not None
-        env = self.environments[slot.environment]
-        example = training_task(env, slot.difficulty, random.Random(rng.random()))
-        prompt = load_prompt("curriculum_propose.md").format(
-            environment=env.name,
-            description=env.description,
-            difficulty=slot.difficulty,
-            example=example.prompt,
-            schema=SCHEMAS[env.name],
-        )
         output.llm_attempted += 1
+        env_name = slot.environment
         try:
-            reply = self.gateway.complete(
-                "curriculum", [{"role": "user", "content": prompt}], seed=rng.randrange(2**31), run_id=run_id
-            ).text
-            task = build_task(env.name, slot.difficulty, parse_proposal(reply), sandbox=self.sandbox)
-            if is_heldout(env.name, task.prompt):
+            if isinstance(reply, GatewayError):
+                raise ProposalRejected("gateway_error", str(reply))
+            task = build_task(env_name, slot.difficulty, parse_proposal(reply), sandbox=self.sandbox)
+            if is_heldout(env_name, task.prompt):
                 raise ProposalRejected("heldout", "the proposal repeats a held-out evaluation task")
             if (twin := novelty.duplicate_of(task.prompt)) is not None:
                 raise ProposalRejected("duplicate", f"near-duplicate of a recent task: {twin[:60]!r}")
         except ProposalRejected as exc:
             self._reject(output, slot, exc.category, exc.detail)
             return None
-        except GatewayError as exc:
-            self._reject(output, slot, "gateway_error", str(exc))
-            return None
         output.llm_accepted += 1
-        return ProposedTask(task=task.model_copy(update={"source_id": f"{env.name}/llm"}), source="llm", reason=slot.reason)
+        return ProposedTask(task=task.model_copy(update={"source_id": f"{env_name}/llm"}), source="llm", reason=slot.reason)
 
     @staticmethod
     def _reject(output: ProposerOutput, slot: FrontierSlot, category: str, detail: str) -> None:
