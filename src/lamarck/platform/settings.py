@@ -84,12 +84,30 @@ class SandboxSettings(BaseModel):
     file_size_mb: int = Field(16, ge=1)
     open_files: int = Field(64, ge=16)
     processes: int = Field(32, ge=1)
+    output_bytes: int = Field(1_000_000, ge=1024)  # per stream; more is cut off and reported as limit "output"
+    scratch_mb: int = Field(64, ge=1)  # size of the in-memory scratch directory (bubblewrap mode)
+    site_packages: bool = True  # let code import the venv's packages (read-only); False starts python with -S
+    python: str | None = None  # interpreter to run; default: the one running lamarck
+    bwrap: str = "bwrap"  # bubblewrap command or path
 
 
 class ApiSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     api_key: SecretStr | None = None
+
+
+class MemorySettings(BaseModel):
+    """Vector memory bounds. Over its bound a collection evicts lowest ``utility``, then least recently used."""
+
+    max_lessons: int = Field(10_000, ge=1)
+    max_episodes: int = Field(50_000, ge=1)
+    max_entries: int = Field(20_000, ge=1)  # any other collection (e.g. skills)
+    evict_headroom: float = Field(0.05, ge=0.0, lt=1.0)  # evict this far below the bound, so adds there rarely rescan
+    dedup_threshold: float = Field(0.15, ge=0.0, le=2.0)  # cosine distance under which two lessons count as duplicates
+    embedding_batch_size: int = Field(64, ge=1, le=4096)
+    collection_prefix: str = ""  # namespaces the collections when several deployments share one Chroma server
+    http_timeout_seconds: float = Field(60.0, gt=0.0)  # per request to a Chroma server; a hung server fails
 
 
 class Settings(BaseSettings):
@@ -111,6 +129,7 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     openai_api_key: SecretStr | None = None
 
     @model_validator(mode="after")
