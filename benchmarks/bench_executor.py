@@ -1,0 +1,114 @@
+"""Executor throughput: 32 easy arithmetic tasks x 4 samples through the whole loop, beside the raw engine.
+
+The raw figure is the engine generating the executor's own first-step prompts, with the same
+samples, sampling and token cap, in one batched call: the most the loop could get from the engine.
+The executor keeps ``executor tok/s / raw tok/s`` of it (target: at least 70%).
+
+Run: ``python benchmarks/bench_executor.py [--tasks 32] [--samples 4] [--store DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from lamarck.agents.executor import Executor, ExecutorInput, render_for_model
+from lamarck.agents.harness import default_harness
+from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
+from lamarck.platform.llm.engine import LocalEngine
+from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.llm.model_store import ModelStore
+from lamarck.platform.llm.provider import register_local_provider
+from lamarck.platform.llm.sampling import SamplingParams
+from lamarck.platform.settings import EngineSettings, GatewaySettings, ModelRoutes
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL = "smollm2-135m"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=32)
+    parser.add_argument("--samples", type=int, default=4)
+    parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache/test-models")))
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/bench_executor.json")
+    args = parser.parse_args()
+
+    store = ModelStore(args.store)
+    store.import_default(progress=True)
+    engine = LocalEngine(store, EngineSettings(max_batch_size=args.tasks * args.samples, batch_window_ms=20))
+    register_local_provider(engine)
+    gateway = LLMGateway(ModelRoutes(), GatewaySettings(retries=0))
+    env = ArithmeticEnv()
+    rng = random.Random(0)
+    tasks = [env.generate(rng.choice([1, 2]), rng) for _ in range(args.tasks)]
+    harness = default_harness("arithmetic", env.answer_format)
+    executor = Executor(gateway, {"arithmetic": env}, max_concurrency=args.tasks * args.samples)
+    request = ExecutorInput(tasks=tasks, model_version=MODEL, harnesses={"arithmetic": harness}, samples_per_task=args.samples)
+
+    executor.run(request.model_copy(update={"tasks": tasks[:2], "samples_per_task": 1}))  # warm-up
+
+    started = time.perf_counter()
+    out = executor.run(request)
+    loop_seconds = time.perf_counter() - started
+    generated = sum(a.completion_tokens for a in out.attempts)
+    loop_tps = generated / loop_seconds
+
+    openings = [render_for_model(out.attempts[i * args.samples].trajectory)[:2] for i in range(args.tasks)]
+    params = SamplingParams(
+        max_tokens=harness.sampling.max_tokens_per_step,
+        temperature=harness.sampling.temperature,
+        top_p=harness.sampling.top_p,
+        n=args.samples,
+        seed=1,
+        ignore_eos=True,
+    )
+    started = time.perf_counter()
+    raw = engine.chat_batch(MODEL, openings, params)
+    raw_seconds = time.perf_counter() - started
+    raw_tokens = sum(c.completion_tokens for row in raw for c in row)
+    raw_tps = raw_tokens / raw_seconds
+    engine.close()
+
+    load = os.getloadavg()[0]
+    result = {
+        "tasks": args.tasks,
+        "samples": args.samples,
+        "episodes": len(out.attempts),
+        "episodes_per_minute": len(out.attempts) / loop_seconds * 60,
+        "executor_generated_tokens": generated,
+        "executor_seconds": loop_seconds,
+        "executor_tokens_per_s": loop_tps,
+        "model_calls": out.model_calls,
+        "steps_mean": sum(a.steps for a in out.attempts) / len(out.attempts),
+        "answered": sum(a.answer is not None for a in out.attempts),
+        "passed": sum(
+            a.answer is not None and env.verify(tasks[a.task_index], a.answer).passed for a in out.attempts
+        ),
+        "raw_engine_tokens_per_s": raw_tps,
+        "kept_share": loop_tps / raw_tps,
+        "load_average": load,
+    }
+    table = Table(title=f"executor throughput ({args.tasks} arithmetic tasks x {args.samples} samples, load {load:.1f})")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("episodes / minute", f"{result['episodes_per_minute']:.1f}")
+    table.add_row("executor generated tokens / s", f"{loop_tps:.1f}")
+    table.add_row("raw engine tokens / s (same prompts, batched)", f"{raw_tps:.1f}")
+    table.add_row("share of raw kept (target >= 70%)", f"{result['kept_share']:.0%}")
+    table.add_row("model calls / mean steps", f"{out.model_calls} / {result['steps_mean']:.2f}")
+    table.add_row("answered / passed", f"{result['answered']} / {result['passed']} of {len(out.attempts)}")
+    Console().print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
