@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from lamarck.curriculum.environment import ToolSpec
+from lamarck.memory.base import LessonHandle, LessonSource
+from lamarck.skills_library.skill import SkillHandle, SkillSource
+
+__all__ = ["LessonHandle", "LessonSource", "SkillHandle", "SkillSource", "Toolbox"]
 
 MAX_OBSERVATION_CHARS = 2000
-
-
-@dataclass(frozen=True)
-class SkillHandle:
-    """A skill offered to the executor; ``call`` runs it (in the sandbox unless it is a safe built-in)."""
-
-    name: str
-    signature: str
-    description: str
-    call: Callable[[str], str]
-
-
-@dataclass(frozen=True)
-class LessonHandle:
-    id: str
-    text: str
-
-
-class SkillSource(Protocol):
-    def retrieve(self, query: str, *, environment: str | None, k: int) -> list[SkillHandle]: ...
-
-
-class LessonSource(Protocol):
-    def retrieve(self, query: str, *, environment: str | None, k: int) -> list[LessonHandle]: ...
 
 
 @dataclass

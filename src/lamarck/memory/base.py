@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeAlias, overload, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -161,3 +162,17 @@ def _number(value: Scalar | None, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return default
     return float(value)
+
+
+@dataclass(frozen=True)
+class LessonHandle:
+    """A lesson offered to the executor: its id (for helpful/harmful counts) and its text."""
+
+    id: str
+    text: str
+
+
+class LessonSource(Protocol):
+    """Where the executor gets lessons for a task."""
+
+    def retrieve(self, query: str, *, environment: str | None, k: int) -> list[LessonHandle]: ...

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lamarck.agents.toolbox import SkillHandle
 from lamarck.memory.base import MemoryCollection, MemoryStoreError, VectorMemory
 from lamarck.platform.sandbox import Sandbox, SandboxUnavailable
 from lamarck.platform.storage.database import Database
@@ -33,6 +32,7 @@ from lamarck.skills_library.skill import (
     FunctionInfo,
     SkillCandidate,
     SkillError,
+    SkillHandle,
     SkillView,
     analyse,
     call_expression,

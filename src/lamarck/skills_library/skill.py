@@ -18,8 +18,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -248,3 +249,19 @@ def _source(value: Any) -> str:
 
 def format_result(value: Any) -> str:
     return value if isinstance(value, str) else repr(value)
+
+
+@dataclass(frozen=True)
+class SkillHandle:
+    """A skill offered to the executor; ``call`` runs it (in the sandbox unless it is a safe built-in)."""
+
+    name: str
+    signature: str
+    description: str
+    call: Callable[[str], str]
+
+
+class SkillSource(Protocol):
+    """Where the executor gets skills for a task (``SkillLibrary`` is one)."""
+
+    def retrieve(self, query: str, *, environment: str | None, k: int) -> list[SkillHandle]: ...

@@ -1,0 +1,43 @@
+"""Imports point one way, toward platform/ (ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "lamarck"
+LAYERS = {
+    "platform": set(),
+    "curriculum": {"platform"},
+    "memory": {"platform"},
+    "skills_library": {"platform", "memory", "curriculum"},
+    "training": {"platform", "memory", "curriculum", "skills_library"},
+    "agents": {"platform", "memory", "curriculum", "skills_library", "training"},
+    "api": {"platform", "memory", "curriculum", "skills_library", "training", "agents"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    parts = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            if name.startswith("lamarck."):
+                parts.add(name.split(".")[1])
+    return parts
+
+
+@pytest.mark.parametrize("part", sorted(LAYERS))
+def test_part_imports_only_lower_parts(part: str) -> None:
+    allowed = LAYERS[part] | {part}
+    offenders = {
+        str(path.relative_to(PACKAGE)): sorted(_imports(path) & set(LAYERS) - allowed)
+        for path in (PACKAGE / part).rglob("*.py")
+    }
+    assert {path: bad for path, bad in offenders.items() if bad} == {}
