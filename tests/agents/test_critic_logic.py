@@ -179,3 +179,30 @@ def test_empty_and_huge_episodes_get_clear_verdicts(sqlite_db: Database) -> None
 def test_parse_judge(reply: str, passed: bool | None, well_formed: bool) -> None:
     parsed = parse_judge(reply)
     assert (parsed.passed, parsed.well_formed) == (passed, well_formed)
+
+
+class _DownCollection:
+    """A lessons collection whose Chroma server has gone away."""
+
+    name = "lessons"
+    max_entries = 10
+
+    def __getattr__(self, attribute: str) -> Any:
+        from lamarck.memory.base import MemoryUnavailable
+
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise MemoryUnavailable("vector memory at http://127.0.0.1:9 is unavailable: start the server")
+
+        return fail
+
+
+def test_a_down_memory_server_loses_no_verdict(sqlite_db: Database) -> None:
+    lessons = LessonStore(sqlite_db, _DownCollection())  # type: ignore[arg-type]
+    critic = Critic(_gateway(sqlite_db), {"arithmetic": ArithmeticEnv()}, sqlite_db, lessons=lessons)
+    episode = _episode(sqlite_db, _task(6), "-1", lessons=["L-old"])
+    with scripted_provider(ScriptedLLM(lambda m, n: ["VERDICT: fail\nCRITIQUE: no.\nLESSON: Check the question."] * n)):
+        out = critic.run(CriticInput(episodes=[episode], repair=False))
+    assert out.verdicts[0].passed is False and out.verdicts[0].lesson_id is None
+    assert len(out.memory_errors) == 1 and "start the server" in out.memory_errors[0]
+    with sqlite_db.session() as session:
+        assert session.query(Verdict).count() == 1 and session.query(Lesson).count() == 0

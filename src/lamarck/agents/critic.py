@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from lamarck.agents.harness import load_prompt
 from lamarck.agents.skill_review import SkillDecision, review_skills
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec
+from lamarck.memory.base import MemoryStoreError
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -85,6 +86,7 @@ class CriticOutput(BaseModel):
     lessons_merged: int = 0
     repaired: int = 0
     judge_malformed: int = 0
+    memory_errors: list[str] = Field(default_factory=list)
 
 
 class Critic:
@@ -235,14 +237,7 @@ class Critic:
         critique = None
         if judge is not None and judge.critique:
             critique = judge.critique if not judge.first_error else f"first error at step {judge.first_error}: {judge.critique}"
-        lesson_id = None
-        if self.lessons is not None and judge is not None and judge.lesson:
-            write = self.lessons.add(judge.lesson, environment=episode.task.environment, episode_id=episode.episode_id)
-            lesson_id = write.lesson_id
-            output.lessons_merged += int(write.merged)
-            output.lessons_added += int(not write.merged)
-        if self.lessons is not None and episode.lessons_used and reward is not None:
-            self.lessons.credit(episode.lessons_used, passed=passed)
+        lesson_id = self._keep_lesson(episode, judge, passed if reward is not None else None, output)
         with self.db.session() as session:
             stored = repo.get_episode(session, episode_id=episode.episode_id)
             repaired_id = None
@@ -288,6 +283,27 @@ class Critic:
             repaired_episode_id=repaired_id,
             details=details,
         )
+
+
+    def _keep_lesson(
+        self, episode: EpisodeForReview, judge: JudgeReply | None, verified: bool | None, output: CriticOutput
+    ) -> str | None:
+        """Store the judge's lesson and credit the lessons the episode was shown; memory trouble loses no verdict."""
+        if self.lessons is None:
+            return None
+        lesson_id = None
+        try:
+            if judge is not None and judge.lesson:
+                write = self.lessons.add(judge.lesson, environment=episode.task.environment, episode_id=episode.episode_id)
+                lesson_id = write.lesson_id
+                output.lessons_merged += int(write.merged)
+                output.lessons_added += int(not write.merged)
+            if episode.lessons_used and verified is not None:
+                self.lessons.credit(episode.lessons_used, passed=verified)
+        except MemoryStoreError as exc:
+            output.memory_errors.append(str(exc))
+            log.warning("lesson for episode %s not stored: %s", episode.episode_id, exc)
+        return lesson_id
 
 
 def parse_judge(text: str) -> JudgeReply:
