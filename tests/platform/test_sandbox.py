@@ -190,6 +190,16 @@ def test_no_network_to_local_redis_or_outside(sandbox: Sandbox) -> None:
     assert result.wall_seconds < 3  # fails at once, no timeout
 
 
+def _bound_children() -> dict[str, set[str]]:
+    """Per directory, the names the sandbox must show: the path down to the bound interpreter and venv, nothing else."""
+    allowed: dict[str, set[str]] = {}
+    bound = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent}
+    for path in bound:
+        for parent, child in zip(path.parents, [path, *path.parents]):
+            allowed.setdefault(str(parent), set()).add(child.name)
+    return allowed
+
+
 def test_cannot_read_outside_scratch(sandbox: Sandbox) -> None:
     targets = ["/etc/shadow", "/etc/passwd", str(REPO / "pyproject.toml"), "/root/.bashrc", str(Path(__file__)),
                str(REPO / "src/lamarck/platform/settings.py")]
@@ -208,7 +218,7 @@ def test_cannot_read_outside_scratch(sandbox: Sandbox) -> None:
     for line in result.stdout.splitlines():
         if line.startswith("LIST"):
             _, where, *names = line.split(" ")
-            allowed = {".venv"} if where == str(REPO) else {".pyenv"} if where == "/root" else set()
+            allowed = _bound_children().get(where, set())
             assert set(names) <= allowed, line  # only the bound interpreter shows, nothing of the host's
             if where == "/root":
                 assert not (host_root - allowed) & set(names)
