@@ -111,22 +111,8 @@ class LLMGateway:
         episode_id: str | None = None,
         **params: Any,
     ) -> ChatResult:
-        route = self.route(role)
-        kwargs = self._call_kwargs(route, messages, params)
-        started = time.perf_counter()
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                response = await litellm.acompletion(**kwargs)
-            except TRANSIENT_ERRORS as exc:
-                if attempts <= self.settings.retries:
-                    await asyncio.sleep(self._backoff(attempts))
-                    continue
-                raise self._failed(role, route, exc, started, attempts, run_id, episode_id) from exc
-            except Exception as exc:
-                raise self._failed(role, route, exc, started, attempts, run_id, episode_id) from exc
-            return self._succeeded(role, route, response, started, attempts, run_id, episode_id)
+        """The async twin of ``complete``: the same call, retries and record, off the event loop."""
+        return await asyncio.to_thread(self.complete, role, messages, run_id=run_id, episode_id=episode_id, **params)
 
     def _backoff(self, attempt: int) -> float:
         return self.settings.backoff_seconds * (2 ** (attempt - 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.resources import files
 
 from alembic import command
@@ -20,19 +21,19 @@ def alembic_config(db: Database) -> Config:
 
 
 def upgrade(db: Database, revision: str = "head") -> None:
-    db.check()
-    config = alembic_config(db)
-    with db.engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
+    _migrate(db, command.upgrade, revision)
 
 
 def downgrade(db: Database, revision: str = "base") -> None:
+    _migrate(db, command.downgrade, revision)
+
+
+def _migrate(db: Database, step: Callable[[Config, str], None], revision: str) -> None:
     db.check()
     config = alembic_config(db)
     with db.engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.downgrade(config, revision)
+        step(config, revision)
 
 
 def current_revision(db: Database) -> str | None:
