@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,85 @@ def test_closed_engine_refuses(model_store: ModelStore) -> None:
     engine.close()
     with pytest.raises(EngineClosedError):
         engine.chat(MODEL, chat("hi"))
+
+
+# ---- shared prefill, speculative decoding, n > 1 ----------------------------------------------------------------
+
+COPY_QUESTIONS = [
+    "Repeat this list exactly: apple, banana, cherry, date, elderberry, fig, grape.",
+    "Fix the typo and return the sentence: 'The quick brwn fox jumps over the lazy dog.'",
+    "Summarize: The cat sat on the mat. The cat was happy. The mat was red.",
+    "List the days of the week.",
+]
+
+
+@pytest.fixture
+def batcher_settings(local_engine: LocalEngine) -> Iterator[object]:
+    batcher = local_engine._batcher
+    saved = (batcher.min_shared_prefix, batcher.draft_tokens)
+    yield batcher
+    batcher.min_shared_prefix, batcher.draft_tokens = saved
+
+
+def test_draft_lookup() -> None:
+    from lamarck.platform.llm.speculative import Backoff, draft
+
+    assert draft([1, 2, 3, 4, 9, 2, 3], 2) == [4, 9]  # latest earlier match of the last 2-gram
+    assert draft([5, 1, 2, 3, 7, 8, 0, 1, 2, 3], 3) == [7, 8, 0]  # longest n-gram first
+    assert draft([1, 2, 3], 4) == [] and draft([1, 2, 1, 2], 0) == []
+    backoff = Backoff()
+    backoff.record(0)
+    assert not backoff.ready() and backoff.ready()
+    backoff.record(2)
+    assert backoff.ready()
+
+
+@pytest.mark.slow
+def test_shared_prefill_equals_plain(local_engine: LocalEngine, batcher_settings) -> None:  # type: ignore[no-untyped-def]
+    params = SamplingParams(max_tokens=24)
+    conversations = [chat(q) for q in QUESTIONS + COPY_QUESTIONS]
+    batcher_settings.draft_tokens = 0
+    batcher_settings.min_shared_prefix = 10**9
+    plain = [c[0].text for c in local_engine.chat_batch(MODEL, conversations, params)]
+    alone = [local_engine.chat(MODEL, c, params)[0].text for c in conversations[:3]]
+    batcher_settings.min_shared_prefix = 16  # the chat template's system prompt is shared
+    shared = [c[0].text for c in local_engine.chat_batch(MODEL, conversations, params)]
+    assert shared == plain and plain[:3] == alone
+    # n > 1 greedy and duplicate prompts: prefilled once, every copy equals the single answer
+    many = local_engine.chat(MODEL, conversations[0], SamplingParams(max_tokens=24, n=3))
+    assert [c.text for c in many] == [plain[0]] * 3
+
+
+@pytest.mark.slow
+def test_speculative_equals_plain(local_engine: LocalEngine, batcher_settings) -> None:  # type: ignore[no-untyped-def]
+    runner = local_engine._runner
+    calls = {"verify": 0}
+    forward = runner.forward
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["verify"] += bool(kwargs.get("all_logits"))
+        return forward(*args, **kwargs)
+
+    params = SamplingParams(max_tokens=40)
+    questions = COPY_QUESTIONS + QUESTIONS[:2]
+    batcher_settings.draft_tokens = 0
+    plain = [local_engine.chat(MODEL, chat(q), params)[0].text for q in questions]
+    batcher_settings.draft_tokens = 7
+    runner.forward = counting
+    try:
+        fast = [local_engine.chat(MODEL, chat(q), params)[0].text for q in questions]
+    finally:
+        del runner.forward
+    assert fast == plain
+    assert calls["verify"] > 0
+    stopped = local_engine.chat(MODEL, chat(COPY_QUESTIONS[0]), SamplingParams(max_tokens=40, stop=["cherry"]))[0]
+    assert stopped.finish_reason == "stop" and "cherry" not in stopped.text
+
+
+@pytest.mark.slow
+def test_n_samples_reproducible(local_engine: LocalEngine) -> None:
+    params = SamplingParams(max_tokens=12, temperature=0.9, seed=11, n=4)
+    first = [c.text for c in local_engine.chat(MODEL, chat("Tell me a joke."), params)]
+    second = [c.text for c in local_engine.chat(MODEL, chat("Tell me a joke."), params)]
+    assert first == second
+    assert len(set(first)) > 1  # the n samples share a prefill but not their random streams

@@ -1,8 +1,20 @@
 """A lean Llama forward pass over a Hugging Face checkpoint, with a preallocated KV cache and LoRA deltas.
 
 Why not ``model.generate``: on 2 CPU cores its per-step overhead (growing cache concatenation, mask building,
-generic logits processing) costs more than the matmuls. Here the weights are kept pre-transposed and fused
-(q|k|v and gate|up), the cache is written in place, and finished rows are dropped from the batch.
+generic logits processing) costs more than the matmuls. Here the weights are fused (q|k|v and gate|up), the cache is
+written in place, and finished rows are dropped from the batch.
+
+Measured on the 2-core AMD/MKL box (see benchmarks/bench_engine.py):
+
+* MKL picks a gemv-like kernel for 1-3 rows and a gemm kernel from 4 rows on. The gemv path is ~1.4x faster with the
+  weight stored [in, out] (``x @ W_t``); the gemm path is 1.1-1.8x faster with [out, in] (``F.linear``). So q|k|v, o
+  and gate|up are kept in both layouts (+~320 MB), down in one (no difference), and the tied lm_head uses the
+  embedding ([out, in]) or a transposed copy. Within each kernel class a row's result does not depend on the number of
+  rows, which keeps batched and single greedy output alike.
+* Two OpenMP threads on a busy 2-core machine stall a few ms at every parallel region (the second thread waits for the
+  scheduler), which made small-row matmuls 10-20x slower than one thread and even 60-token x 32-row prefills 2x
+  slower. Forwards run on one thread when they have few rows or when other processes load the machine
+  (``threads_for``), on all threads otherwise.
 
 Numerics stay fp32 everywhere so a prompt's greedy output does not depend on the batch it ran in.
 """
@@ -10,6 +22,7 @@ Numerics stay fp32 everywhere so a prompt's greedy output does not depend on the
 from __future__ import annotations
 
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,52 +79,79 @@ class KVCache:
     length: int = 0
 
     def keep(self, rows: torch.Tensor) -> None:
+        """Keep (or repeat: an index may appear several times) the given rows."""
         self.keys = [k.index_select(0, rows) for k in self.keys]
         self.values = [v.index_select(0, rows) for v in self.values]
         self.key_valid = self.key_valid.index_select(0, rows)
 
 
+GEMM_MIN_ROWS = 4  # from here on MKL runs a gemm kernel (and F.linear over [out, in] weights is the faster layout)
+
+
 class LlamaRunner:
-    def __init__(self, model: torch.nn.Module) -> None:
+    # forwards with fewer rows (batch * steps) always run on one thread: MKL's small-row kernels gain nothing from two
+    single_thread_rows = 8
+    def __init__(self, model: torch.nn.Module, threads: int | None = None) -> None:
         config = model.config
         if config.model_type not in ("llama", "mistral", "qwen2") or getattr(config, "attention_bias", False):
             raise UnsupportedModelError(f"the local engine runs Llama-style models, not {config.model_type!r}")
         self.config = config
+        self.threads = threads or torch.get_num_threads()
         self.num_heads = config.num_attention_heads
         self.num_kv = config.num_key_value_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.num_heads
+        self.hidden_size = config.hidden_size
+        self.inter = config.intermediate_size
         self.eps = config.rms_norm_eps
-        self.rotary = model.model.rotary_emb
+        with torch.no_grad():
+            positions = torch.arange(config.max_position_embeddings)[None]
+            cos, sin = model.model.rotary_emb(torch.zeros(1, dtype=torch.float32), positions)
+        half = self.head_dim // 2
+        self.cos = cos[0].float().contiguous()  # [P, D]
+        # rotate_half(x) * sin == swap_halves(x) * (sin with its first half negated)
+        self.sin_signed = torch.cat([-sin[0, :, :half], sin[0, :, half:]], dim=-1).float().contiguous()
         self.embed = model.model.embed_tokens.weight.detach().float()
-        self.lm_head_t = model.lm_head.weight.detach().float().t().contiguous()
+        self.lm_head = model.lm_head.weight.detach().float()  # [vocab, hidden]; the embedding when tied
+        self.lm_head_t = self.lm_head.t().contiguous()
         self.final_norm = model.model.norm.weight.detach().float()
         q, kv = self.num_heads * self.head_dim, self.num_kv * self.head_dim
         self.qkv_slices = {"q_proj": slice(0, q), "k_proj": slice(q, q + kv), "v_proj": slice(q + kv, q + 2 * kv)}
-        inter = config.intermediate_size
-        self.gate_up_slices = {"gate_proj": slice(0, inter), "up_proj": slice(inter, 2 * inter)}
+        self.gate_up_slices = {"gate_proj": slice(0, self.inter), "up_proj": slice(self.inter, 2 * self.inter)}
         self.layers = []
         for layer in model.model.layers:
             attn, mlp = layer.self_attn, layer.mlp
-            cat = torch.cat
+            qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach().float().contiguous()
+            o = attn.o_proj.weight.detach().float().contiguous()
+            gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach().float().contiguous()
             self.layers.append({
                 "ln1": layer.input_layernorm.weight.detach().float(),
                 "ln2": layer.post_attention_layernorm.weight.detach().float(),
-                "qkv": cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach().float().t().contiguous(),
-                "o": attn.o_proj.weight.detach().float().t().contiguous(),
-                "gate_up": cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach().float().t().contiguous(),
-                "down": mlp.down_proj.weight.detach().float().t().contiguous(),
+                "qkv": (qkv.t().contiguous(), qkv),
+                "o": (o.t().contiguous(), o),
+                "gate_up": (gate_up.t().contiguous(), gate_up),
+                "down": (mlp.down_proj.weight.detach().float().t().contiguous(), None),
             })
 
     @property
     def num_layers(self) -> int:
         return len(self.layers)
 
+    def threads_for(self, rows: int) -> int:
+        """One thread for small forwards, and for all while other processes keep the CPUs busy (the 1-minute load
+        average minus what this engine itself adds exceeds a quarter core)."""
+        if rows < self.single_thread_rows or self.threads == 1:
+            return 1
+        others = os.getloadavg()[0] - torch.get_num_threads()
+        return 1 if others > 0.25 else self.threads
+
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * weight
+        return F.rms_norm(x, (x.shape[-1],), weight, self.eps)
 
     @staticmethod
-    def _proj(x: torch.Tensor, w: torch.Tensor, lora: dict | None, slices: dict[str, slice] | None, name: str) -> torch.Tensor:
-        y = x @ w
+    def _proj(x: torch.Tensor, w: tuple[torch.Tensor, torch.Tensor | None], lora: dict | None,
+              slices: dict[str, slice] | None, name: str) -> torch.Tensor:
+        w_t, w_out_in = w
+        y = F.linear(x, w_out_in) if w_out_in is not None and x.shape[0] >= GEMM_MIN_ROWS else x @ w_t
         if lora:
             if slices is None:
                 if name in lora:
@@ -123,6 +163,10 @@ class LlamaRunner:
                         a, b = lora[proj]
                         y[:, part] += (x @ a) @ b
         return y
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        x = self._norm(hidden, self.final_norm)
+        return F.linear(x, self.lm_head) if x.shape[0] >= GEMM_MIN_ROWS else x @ self.lm_head_t
 
     def new_cache(self, batch: int, max_len: int) -> KVCache:
         shape = (batch, self.num_kv, max_len, self.head_dim)
@@ -138,10 +182,15 @@ class LlamaRunner:
         positions: torch.Tensor,  # [B, T]
         cache: KVCache,
         lora: LoraWeights | None,
-        token_valid: torch.Tensor | None = None,  # [B, T] bool, False for left padding (prefill only)
+        token_valid: torch.Tensor | None = None,  # [B, T] bool, False for padding (prefill only)
+        all_logits: bool = False,
     ) -> torch.Tensor:
-        """Run T new tokens per row, append them to the cache, return last-position logits [B, vocab]."""
+        """Run T new tokens per row, append them to the cache; return the last position's logits [B, vocab]
+        (``all_logits``: every position's, [B, T, vocab])."""
         batch, steps = input_ids.shape
+        threads = self.threads_for(batch * steps)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
         start, end = cache.length, cache.length + steps
         cache.key_valid[:, start:end] = True if token_valid is None else token_valid
         keys_ok = cache.key_valid[:, :end]
@@ -150,25 +199,25 @@ class LlamaRunner:
         else:
             causal = torch.ones(steps, end, dtype=torch.bool).tril_(diagonal=start)
             allowed = causal[None] & keys_ok[:, None, :]
-            if start == 0:  # a left-padding query sees only itself, so no softmax row is all -inf (NaN)
-                allowed |= torch.eye(steps, end, dtype=torch.bool)[None]
+            # a padding query may see no valid key at all; let it see itself so no softmax row is all -inf (NaN)
+            allowed |= torch.eye(steps, end, dtype=torch.bool, device=allowed.device).roll(start, 1)[None]
             mask = torch.zeros(batch, 1, steps, end).masked_fill_(~allowed[:, None], float("-inf"))
         hidden = F.embedding(input_ids, self.embed).view(batch * steps, -1)
-        cos, sin = self.rotary(hidden, positions)
-        cos, sin = cos[:, None], sin[:, None]  # [B, 1, T, D]
+        cos = self.cos[positions].view(batch * steps, 1, -1)
+        sin = self.sin_signed[positions].view(batch * steps, 1, -1)
         heads, kv, dim = self.num_heads, self.num_kv, self.head_dim
         q_dim, kv_dim = heads * dim, kv * dim
+        half = dim // 2
         for index, layer in enumerate(self.layers):
             adapter = lora.layers[index] if lora is not None else None
             x = self._norm(hidden, layer["ln1"])
             qkv = self._proj(x, layer["qkv"], adapter, self.qkv_slices, "qkv")
-            q = qkv[:, :q_dim].view(batch, steps, heads, dim).transpose(1, 2)
-            k = qkv[:, q_dim:q_dim + kv_dim].view(batch, steps, kv, dim).transpose(1, 2)
-            v = qkv[:, q_dim + kv_dim:].view(batch, steps, kv, dim).transpose(1, 2)
-            q = q * cos + _rotate_half(q) * sin
-            k = k * cos + _rotate_half(k) * sin
-            cache.keys[index][:, :, start:end] = k
-            cache.values[index][:, :, start:end] = v
+            qk = qkv[:, :q_dim + kv_dim].view(batch * steps, heads + kv, dim)
+            swapped = qk.unflatten(-1, (2, half)).flip(-2).flatten(-2)
+            qk = (qk * cos + swapped * sin).view(batch, steps, heads + kv, dim)
+            q = qk[:, :, :heads].transpose(1, 2)
+            cache.keys[index][:, :, start:end] = qk[:, :, heads:].transpose(1, 2)
+            cache.values[index][:, :, start:end] = qkv[:, q_dim + kv_dim:].view(batch, steps, kv, dim).transpose(1, 2)
             attn = F.scaled_dot_product_attention(
                 q, cache.keys[index][:, :, :end], cache.values[index][:, :, :end], attn_mask=mask, enable_gqa=True
             )
@@ -176,13 +225,9 @@ class LlamaRunner:
             hidden = hidden + self._proj(attn, layer["o"], adapter, None, "o_proj")
             x = self._norm(hidden, layer["ln2"])
             gate_up = self._proj(x, layer["gate_up"], adapter, self.gate_up_slices, "gate_up")
-            gate, up = gate_up.split(self.config.intermediate_size, dim=1)
+            gate, up = gate_up.split(self.inter, dim=1)
             hidden = hidden + self._proj(F.silu(gate) * up, layer["down"], adapter, None, "down_proj")
         cache.length = end
-        last = hidden.view(batch, steps, -1)[:, -1]
-        return self._norm(last, self.final_norm) @ self.lm_head_t
-
-
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        if all_logits:
+            return self.logits(hidden).view(batch, steps, -1)
+        return self.logits(hidden.view(batch, steps, -1)[:, -1])
