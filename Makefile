@@ -33,14 +33,19 @@ $(STAMP): pyproject.toml
 run: setup
 	$(VENV)/bin/lamarck init
 	$(VENV)/bin/lamarck models import-default
-	$(VENV)/bin/lamarck chat --max-tokens 48 "In one sentence, what is evolution?"
-	@echo "next: $(VENV)/bin/lamarck --help"
+	$(VENV)/bin/lamarck evolve --env arithmetic --generations 2 --batch 4 --samples 1
+	@echo "next: $(VENV)/bin/lamarck runs list · runs show RUN_ID · runs events RUN_ID · curriculum profile"
+	@echo "      $(VENV)/bin/lamarck eval --env arithmetic --per-level 1   (held-out score of the champion)"
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/bench_engine.py
+	$(PY) benchmarks/bench_sandbox.py
+	$(PY) benchmarks/bench_memory.py
+	$(PY) benchmarks/bench_executor.py
+	$(PY) benchmarks/bench_orchestrator.py
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache

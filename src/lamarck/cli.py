@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from lamarck.commands.curriculum import curriculum_app, envs_app
+from lamarck.commands.evolve import eval_command, evolve, runs_app
 from lamarck.commands.skills import app as skills_app
 from lamarck.commands.common import UserError, console, container_from_settings, err, run_guarded
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, config_file
@@ -21,6 +22,9 @@ app.add_typer(models_app, name="models")
 app.add_typer(envs_app, name="envs")
 app.add_typer(curriculum_app, name="curriculum")
 app.add_typer(skills_app, name="skills")
+app.add_typer(runs_app, name="runs")
+app.command("evolve")(evolve)
+app.command("eval")(eval_command)
 
 
 @app.callback()

@@ -1,0 +1,138 @@
+"""Held-out evaluation of a model version under a harness version: greedy, fixed tasks and seeds, verifier-scored.
+
+The same tasks and seeds every time, so scores compare across model and harness versions. The
+executor runs without skills or lessons: an evaluation measures the model and harness, not
+whatever the library and memory held that day. The distillation gate calls ``evaluate`` too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from lamarck.agents.executor import Executor, ExecutorInput
+from lamarck.agents.harness import DEFAULT_ANSWER_FORMATS, HarnessSpec, default_harness
+from lamarck.curriculum.environment import Environment, Reward, TaskSpec
+from lamarck.curriculum.heldout import heldout_set, set_name
+from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+
+log = logging.getLogger(__name__)
+
+EVAL_SEED = 0
+
+
+class EvaluationResult(BaseModel):
+    environment: str
+    eval_set: str  # name, version and digest of the exact tasks, e.g. arithmetic-heldout-v1/pl5@3f2a9c1e0b7d
+    model_version: str
+    harness_version: str
+    n_tasks: int
+    samples: int = 1
+    score: float = Field(ge=0.0, le=1.0)  # mean over tasks of the share of samples that passed
+    per_task: dict[str, float]  # task key -> share of samples that passed
+    per_level: dict[str, float] = Field(default_factory=dict)
+    seconds: float = 0.0
+    evaluation_id: str | None = None
+
+
+def default_harness_for(env: Environment) -> HarnessSpec:
+    """The root harness of an environment; the environment's own answer format where the harness has none."""
+    if env.name in DEFAULT_ANSWER_FORMATS:
+        return default_harness(env.name)
+    return default_harness(env.name, env.answer_format)
+
+
+def tasks_digest(tasks: Sequence[TaskSpec]) -> str:
+    digest = hashlib.sha256()
+    for task in tasks:
+        digest.update(task.fingerprint.encode())
+    return digest.hexdigest()
+
+
+def heldout_tasks(env: Environment, *, version: str = "v1", per_level: int = 5, limit: int | None = None
+                  ) -> tuple[list[TaskSpec], str]:
+    """The held-out tasks (a prefix when ``limit`` is set) and the eval-set name that pins them."""
+    tasks = heldout_set(env.name, version, per_level=per_level, env=env)
+    if limit is not None:
+        tasks = tasks[:limit]
+    size = f"pl{per_level}" if env.training_allowed else "all"
+    if limit is not None:
+        size += f"-first{limit}"
+    return tasks, f"{set_name(env.name, version)}/{size}@{tasks_digest(tasks)[:12]}"
+
+
+def evaluate(
+    gateway: LLMGateway,
+    env: Environment,
+    tasks: Sequence[TaskSpec],
+    model_version: str,
+    harness: HarnessSpec,
+    *,
+    samples: int = 1,
+    eval_set: str = "",
+    seed: int = EVAL_SEED,
+    max_concurrency: int = 32,
+) -> EvaluationResult:
+    """Run every task greedily ``samples`` times and score the answers with the environment's verifier."""
+    if not tasks:
+        raise ValueError("an evaluation needs at least one task")
+    greedy = harness.derive(sampling={"temperature": 0.0, "top_p": 1.0, "samples_per_task": samples})
+    started = time.perf_counter()
+    out = Executor(gateway, {env.name: env}, max_concurrency=max_concurrency).run(ExecutorInput(
+        tasks=list(tasks), model_version=model_version, harnesses={env.name: greedy}, samples_per_task=samples,
+        seed=seed,
+    ))
+    passes: dict[int, list[bool]] = {}
+    for attempt in out.attempts:
+        reward = _verify(env, tasks[attempt.task_index], attempt.answer, attempt.failure_reason)
+        passes.setdefault(attempt.task_index, []).append(reward.passed)
+    per_task: dict[str, float] = {}
+    levels: dict[int, list[float]] = {}
+    for index, task in enumerate(tasks):
+        results = passes.get(index, [False])
+        share = sum(results) / len(results)
+        per_task[_key(task, index)] = share
+        levels.setdefault(task.difficulty, []).append(share)
+    return EvaluationResult(
+        environment=env.name,
+        eval_set=eval_set or f"{env.name}-custom@{tasks_digest(tasks)[:12]}",
+        model_version=model_version,
+        harness_version=harness.version_id,
+        n_tasks=len(tasks),
+        samples=samples,
+        score=sum(per_task.values()) / len(per_task),
+        per_task=per_task,
+        per_level={str(level): sum(v) / len(v) for level, v in sorted(levels.items())},
+        seconds=time.perf_counter() - started,
+    )
+
+
+def store_evaluation(db: Database, result: EvaluationResult, *, kind: str = "heldout") -> str:
+    with db.session() as session:
+        record = repo.add_evaluation(
+            session, environment=result.environment, score=result.score, n_tasks=result.n_tasks,
+            model_version=result.model_version, harness_version=result.harness_version, eval_set=result.eval_set,
+            kind=kind, per_task=result.per_task,
+            decision={"samples": result.samples, "per_level": result.per_level, "seconds": round(result.seconds, 3)},
+        )
+        return record.id
+
+
+def _verify(env: Environment, task: TaskSpec, answer: str | None, failure: str | None) -> Reward:
+    if answer is None:
+        return Reward.fail(failure or "no answer")
+    try:
+        return env.verify(task, answer)
+    except Exception as exc:  # a verifier bug scores the task as failed, it does not lose the evaluation
+        log.exception("verifier of %s failed", env.name)
+        return Reward.fail(f"verifier error: {type(exc).__name__}")
+
+
+def _key(task: TaskSpec, index: int) -> str:
+    return task.source_id or f"{index}:{task.fingerprint[:16]}"

@@ -1,0 +1,350 @@
+"""The loop's nodes: thin adapters from RunState to an agent's typed input, and from its output to a partial state.
+
+Every node is idempotent, because a resumed graph re-runs the node it was killed in: tasks
+have deterministic ids, episodes idempotency keys, the critic reuses verdicts it already
+wrote, and the profile update is marked done in the same transaction that applies it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import select
+
+from lamarck.agents.critic import Critic, CriticInput, EpisodeForReview
+from lamarck.agents.curriculum_proposer import CurriculumProposer, ProposedTask, ProposerInput
+from lamarck.agents.episodes import record_attempts
+from lamarck.agents.executor import Executor, ExecutorInput
+from lamarck.agents.harness import HarnessSpec, default_harness
+from lamarck.agents.runs import RunConfig, derived_seed, episode_key_prefix, task_id_for
+from lamarck.agents.skill_review import review_skills
+from lamarck.agents.state import NewSkill, RunState, TaskItem, VerdictItem
+from lamarck.agents.summary import summarize
+from lamarck.curriculum.environment import Environment, TaskSpec
+from lamarck.curriculum.profile import CapabilityProfile
+from lamarck.memory.lessons import LessonStore
+from lamarck.platform.events import BusEvent, EventBus
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+from lamarck.platform.storage.records import Episode, Lesson, Task
+from lamarck.skills_library.induction import induce_skills
+from lamarck.skills_library.library import SkillLibrary, UnknownSkill
+
+log = logging.getLogger(__name__)
+
+RECENT_PROMPTS = 256
+RECENT_FAILURES = 16
+
+
+class LoopListener(Protocol):
+    """Live progress for a front end; called in the loop's threads, so keep it quick."""
+
+    def on_event(self, event: BusEvent) -> None: ...
+
+    def on_node(self, node: str, generation: int, finished: bool) -> None: ...
+
+
+@dataclass
+class RunAgents:
+    """What one run's nodes call: the agents built for its environments, and the stores they share."""
+
+    db: Database
+    bus: EventBus
+    environments: dict[str, Environment]
+    proposer: CurriculumProposer
+    executor: Executor
+    critic: Critic
+    library: SkillLibrary
+    lessons: LessonStore | None
+    config: RunConfig
+    harnesses: dict[str, HarnessSpec]
+    budget_left: Callable[[str, float], str | None]  # (run id, active seconds) -> why the budget is spent, or None
+    listener: LoopListener | None = None
+
+
+def timed(name: str) -> Callable[[Callable[[LoopNodes, RunState], dict[str, Any]]], Callable[[LoopNodes, RunState], dict[str, Any]]]:
+    """Adds the node's wall time to the state and tells the listener when it starts and ends."""
+
+    def wrap(fn: Callable[[LoopNodes, RunState], dict[str, Any]]) -> Callable[[LoopNodes, RunState], dict[str, Any]]:
+        def node(self: LoopNodes, state: RunState) -> dict[str, Any]:
+            generation = state.get("generation", 0)
+            self._notify(name, generation, finished=False)
+            started = time.perf_counter()
+            update = fn(self, state)
+            seconds = time.perf_counter() - started
+            update.setdefault("agent_seconds", {}).setdefault(name, 0.0)
+            update.update(timings={name: seconds}, active_seconds=seconds)
+            self._notify(name, generation, finished=True)
+            return update
+
+        node.__name__ = name
+        return node
+
+    return wrap
+
+
+class LoopNodes:
+    def __init__(self, agents: RunAgents) -> None:
+        self.a = agents
+
+    # propose -> execute -> critique -> (induce | assess) -> record
+
+    @timed("propose")
+    def propose(self, state: RunState) -> dict[str, Any]:
+        run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
+        started_at = time.time()
+        items = self._stored_tasks(run_id, generation)
+        seconds = 0.0
+        if items is None:
+            with self.a.db.session() as session:
+                profile = CapabilityProfile.load(session)
+            clock = time.perf_counter()
+            out = self.a.proposer.run(ProposerInput(
+                profile=profile,
+                batch_size=cfg.batch_size,
+                seed=derived_seed(cfg.seed, generation, "propose"),
+                llm_share=cfg.llm_share,
+                recent_failures=[TaskSpec.model_validate(t) for t in state.get("recent_failures", [])],
+                recent_prompts=state.get("recent_prompts", []),
+                run_id=run_id,
+            ))
+            seconds = time.perf_counter() - clock
+            items = self._store_tasks(run_id, generation, out.tasks)
+            sources: dict[str, int] = {}
+            for item in items:
+                sources[item["source"]] = sources.get(item["source"], 0) + 1
+            self._emit("tasks_proposed", run_id, generation=generation, count=len(items), sources=sources,
+                       llm_attempted=out.llm_attempted, llm_accepted=out.llm_accepted, fallbacks=out.fallbacks,
+                       rejections=out.rejection_counts)
+        return {"generation_started": started_at, "tasks": items, "episode_ids": [], "verdicts": [], "new_skills": [],
+                "agent_seconds": {"propose": seconds}}
+
+    @timed("execute")
+    def execute(self, state: RunState) -> dict[str, Any]:
+        run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
+        items = state["tasks"]
+        tasks = [TaskSpec.model_validate(item["spec"]) for item in items]
+        prefix = episode_key_prefix(run_id, generation)
+        keys = [f"{prefix}:t{i}:s{s}" for i, task in enumerate(tasks) for s in range(self._samples(task))]
+        stored = self._episode_ids_by_key(keys)
+        if len(stored) == len(keys):
+            return {"episode_ids": [stored[key] for key in keys]}
+        out = self.a.executor.run(ExecutorInput(
+            tasks=tasks,
+            model_version=cfg.model_version,
+            harnesses=self.a.harnesses,
+            samples_per_task=cfg.samples_per_task,
+            seed=derived_seed(cfg.seed, generation, "execute"),
+            run_id=run_id,
+        ))
+        ids = record_attempts(self.a.db, out.attempts, task_ids=[item["task_id"] for item in items],
+                              model_version=cfg.model_version, run_id=run_id, generation=generation, key_prefix=prefix)
+        for attempt, episode_id in zip(out.attempts, ids):
+            if f"{prefix}:t{attempt.task_index}:s{attempt.sample_index}" in stored:
+                continue
+            task = tasks[attempt.task_index]
+            self._emit("episode_finished", run_id, generation=generation, episode_id=episode_id,
+                       task_id=items[attempt.task_index]["task_id"], environment=task.environment,
+                       difficulty=task.difficulty, sample=attempt.sample_index,
+                       outcome="answered" if attempt.failure_reason is None else "no_answer",
+                       failure_reason=attempt.failure_reason, steps=attempt.steps, skills_used=attempt.skills_used,
+                       tokens=attempt.prompt_tokens + attempt.completion_tokens)
+        return {"episode_ids": ids, "agent_seconds": {"execute": out.wall_seconds}}
+
+    @timed("critique")
+    def critique(self, state: RunState) -> dict[str, Any]:
+        run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
+        specs = {item["task_id"]: TaskSpec.model_validate(item["spec"]) for item in state["tasks"]}
+        with self.a.db.session() as session:
+            episodes = {e.id: e for e in session.scalars(select(Episode).where(Episode.id.in_(state["episode_ids"])))}
+            reviews = [
+                EpisodeForReview(episode_id=e.id, task=specs[e.task_id], answer=e.answer, failure_reason=e.failure_reason,
+                                 trajectory=repo.episode_trajectory(e), lessons_used=list(e.lessons_used or []))
+                for e in (episodes[i] for i in state["episode_ids"])
+            ]
+        clock = time.perf_counter()
+        out = self.a.critic.run(CriticInput(episodes=reviews, judge=cfg.judge, repair=cfg.repair, run_id=run_id))
+        seconds = time.perf_counter() - clock
+        with self.a.db.session() as session:
+            lessons = {lesson.id: lesson for lesson in session.scalars(
+                select(Lesson).where(Lesson.id.in_([v.lesson_id for v in out.verdicts if v.lesson_id])))}
+        verdicts: list[VerdictItem] = []
+        for v in out.verdicts:
+            lesson = lessons.get(v.lesson_id) if v.lesson_id else None
+            new_lesson = lesson is not None and list(lesson.source_episode_ids or [])[:1] == [v.episode_id]
+            verdicts.append(VerdictItem(episode_id=v.episode_id, task_id=episodes[v.episode_id].task_id, passed=v.passed,
+                                        reward=v.reward, lesson_id=v.lesson_id, new_lesson=new_lesson,
+                                        repaired=v.repaired_episode_id is not None))
+            if v.reused:
+                continue
+            self._emit("verdict", run_id, generation=generation, episode_id=v.episode_id, passed=v.passed,
+                       reward=v.reward, source=v.source, judge_passed=v.judge_passed,
+                       repaired_episode_id=v.repaired_episode_id)
+            if lesson is not None:
+                self._emit("lesson", run_id, generation=generation, lesson_id=lesson.id, episode_id=v.episode_id,
+                           text=lesson.text, merged=not new_lesson)
+        return {"verdicts": verdicts, "agent_seconds": {"critique": seconds}}
+
+    @timed("induce")
+    def induce(self, state: RunState) -> dict[str, Any]:
+        """Skills from this generation's verified successes, added through the critic's review."""
+        if not self.a.config.induce_skills:
+            return {"new_skills": []}
+        passed = [v["episode_id"] for v in state["verdicts"] if v["passed"]]
+        if not passed:
+            return {"new_skills": []}
+        with self.a.db.session() as session:
+            episodes = list(session.scalars(select(Episode).where(Episode.id.in_(passed))))
+        clock = time.perf_counter()
+        candidates = induce_skills(episodes, library=self.a.library)
+        decisions = review_skills(candidates, self.a.library)
+        seconds = time.perf_counter() - clock
+        added: list[NewSkill] = []
+        for candidate, decision in zip(candidates, decisions):
+            if decision.approved:
+                added.append(NewSkill(name=decision.name, episode_ids=list(candidate.source_episode_ids)))
+                self._emit("skill_added", state["run_id"], generation=state["generation"], name=decision.name,
+                           version=decision.version, reason=decision.reason, episode_ids=candidate.source_episode_ids)
+        return {"new_skills": added, "agent_seconds": {"induce": seconds}}
+
+    @timed("assess")
+    def assess(self, state: RunState) -> dict[str, Any]:
+        """The capability profile learns from the verdicts; skills used are credited. Once per generation."""
+        run_id, generation = state["run_id"], state["generation"]
+        cell = {item["task_id"]: item["spec"] for item in state["tasks"]}
+        observations = [
+            {"environment": cell[v["task_id"]]["environment"], "difficulty": cell[v["task_id"]]["difficulty"],
+             "passed": v["passed"]}
+            for v in state["verdicts"]
+        ]
+        with self.a.db.session() as session:
+            run = repo.get_run(session, run_id=run_id)
+            if generation not in run.summary.get("assessed", []):
+                CapabilityProfile().update_many(session, observations)
+                run.summary = {**run.summary, "assessed": [*run.summary.get("assessed", []), generation]}
+            credited = generation in run.summary.get("credited", [])
+            uses = [] if credited else list(session.execute(
+                select(Episode.id, Episode.skills_used).where(Episode.id.in_(state["episode_ids"]))))
+        if not credited:
+            passed = {v["episode_id"]: v["passed"] for v in state["verdicts"]}
+            for episode_id, skills in uses:
+                for name in skills or []:
+                    try:
+                        self.a.library.record_use(name, passed.get(episode_id, False))
+                    except UnknownSkill:
+                        log.info("skill %s used in episode %s is gone; not credited", name, episode_id)
+            with self.a.db.session() as session:
+                run = repo.get_run(session, run_id=run_id)
+                run.summary = {**run.summary, "credited": [*run.summary.get("credited", []), generation]}
+        return {}
+
+    @timed("record")
+    def record(self, state: RunState) -> dict[str, Any]:
+        run_id, generation = state["run_id"], state["generation"]
+        with self.a.db.session() as session:
+            run = repo.get_run(session, run_id=run_id)
+            before = (run.summary.get("generations", {}).get(str(generation - 1)) or {}).get("usage_total", {})
+            after = repo.llm_usage(session, run_id=run_id)
+        summary = summarize(
+            self.a.db, generation=generation, tasks=state["tasks"], episode_ids=state["episode_ids"],
+            verdicts=state["verdicts"], new_skills=state.get("new_skills", []),
+            wall_seconds=time.time() - state.get("generation_started", time.time()),
+            agent_seconds=sum(state.get("agent_seconds", {}).values()), node_seconds=state.get("timings", {}),
+            usage_before=before, usage_after=after,
+        )
+        with self.a.db.session() as session:
+            run = repo.get_run(session, run_id=run_id)
+            generations = {**run.summary.get("generations", {}), str(generation): summary.model_dump(mode="json")}
+            run.summary = {**run.summary, "generations": generations}
+            run.generations_done = max(run.generations_done, generation + 1)
+        self._emit("generation_summary", run_id, **summary.model_dump(mode="json"))
+        passed_tasks = {v["task_id"] for v in state["verdicts"] if v["passed"]}
+        failures = [item["spec"] for item in state["tasks"] if item["task_id"] not in passed_tasks]
+        prompts = [item["spec"]["prompt"] for item in state["tasks"]]
+        return {
+            "generation": generation + 1,
+            "recent_prompts": (state.get("recent_prompts", []) + prompts)[-RECENT_PROMPTS:],
+            "recent_failures": (failures + state.get("recent_failures", []))[:RECENT_FAILURES],
+        }
+
+    # the ends of a run
+
+    def finish(self, state: RunState) -> dict[str, Any]:
+        self._end(state, "finished", "run_finished", reason=None)
+        return {"outcome": "finished"}
+
+    def exhausted(self, state: RunState) -> dict[str, Any]:
+        reason = self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)) or "budget spent"
+        self._end(state, "budget_exhausted", "budget_exhausted", reason=reason)
+        return {"outcome": "budget_exhausted"}
+
+    # routing
+
+    def after_propose(self, state: RunState) -> str:
+        return "exhausted" if self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)) else "execute"
+
+    def after_record(self, state: RunState) -> str:
+        if state["generation"] >= self.a.config.generations:
+            return "finish"
+        return "exhausted" if self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)) else "propose"
+
+    # helpers
+
+    def _end(self, state: RunState, status: str, event: str, reason: str | None) -> None:
+        run_id = state["run_id"]
+        with self.a.db.session() as session:
+            repo.set_run_status(session, run_id=run_id, status=status)
+            done = repo.get_run(session, run_id=run_id).generations_done
+            usage = repo.llm_usage(session, run_id=run_id)
+        self._emit(event, run_id, generations_done=done, reason=reason, usage=usage,
+                   active_seconds=round(state.get("active_seconds", 0.0), 3))
+
+    def _samples(self, task: TaskSpec) -> int:
+        harness = self.a.harnesses.get(task.environment) or default_harness(task.environment)
+        return self.a.config.samples_per_task or harness.sampling.samples_per_task
+
+    def _stored_tasks(self, run_id: str, generation: int) -> list[TaskItem] | None:
+        with self.a.db.session() as session:
+            rows = {t.id: t for t in session.scalars(select(Task).where(Task.run_id == run_id,
+                                                                        Task.generation == generation))}
+        if not rows:
+            return None
+        ordered = [rows[task_id_for(run_id, generation, i)] for i in range(len(rows))]
+        return [TaskItem(task_id=t.id, source=t.source, spec=TaskSpec(
+            environment=t.environment, difficulty=t.difficulty, prompt=t.prompt, reference=dict(t.reference or {}),
+            metadata=dict(t.meta or {})).model_dump(mode="json")) for t in ordered]
+
+    def _store_tasks(self, run_id: str, generation: int, proposed: list[ProposedTask]) -> list[TaskItem]:
+        items: list[TaskItem] = []
+        with self.a.db.session() as session:  # one transaction: a generation's tasks exist all together or not at all
+            for index, p in enumerate(proposed):
+                task = repo.add_task(session, environment=p.task.environment, difficulty=p.task.difficulty,
+                                     prompt=p.task.prompt, reference=p.task.reference, meta=p.task.metadata,
+                                     source=p.source, run_id=run_id, generation=generation,
+                                     task_id=task_id_for(run_id, generation, index))
+                items.append(TaskItem(task_id=task.id, source=p.source, spec=p.task.model_dump(mode="json")))
+        return items
+
+    def _episode_ids_by_key(self, keys: list[str]) -> dict[str, str]:
+        with self.a.db.session() as session:
+            rows = session.execute(select(Episode.idempotency_key, Episode.id).where(Episode.idempotency_key.in_(keys)))
+            return {key: episode_id for key, episode_id in rows}
+
+    def _emit(self, type: str, run_id: str, **payload: Any) -> None:
+        event = self.a.bus.publish(type, payload, run_id=run_id)
+        if self.a.listener is not None:
+            try:
+                self.a.listener.on_event(event)
+            except Exception:  # a broken progress display must not stop the run
+                log.exception("listener failed on %s", type)
+
+    def _notify(self, node: str, generation: int, *, finished: bool) -> None:
+        if self.a.listener is not None:
+            try:
+                self.a.listener.on_node(node, generation, finished)
+            except Exception:
+                log.exception("listener failed on node %s", node)

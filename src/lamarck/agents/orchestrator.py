@@ -1,0 +1,264 @@
+"""The evolution loop as a LangGraph graph, checkpointed after every node so a killed run resumes where it stopped.
+
+    propose -> execute -> critique -> (induce skills | assess: profile, skill credit) -> record
+       ^                                                                                   |
+       +------------------------ next generation, while within budget --------------------+
+
+The graph's thread id is the run id. ``Orchestrator.run`` drives a run from its checkpoint (or
+from the start), checks between nodes whether a stop was requested, and records the run's
+status; ``resume`` does the same for a run that was stopped, failed or killed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from lamarck.agents.checkpoints import open_checkpointer
+from lamarck.agents.critic import Critic
+from lamarck.agents.curriculum_proposer import CurriculumProposer
+from lamarck.agents.executor import Executor
+from lamarck.agents.evaluation import default_harness_for
+from lamarck.agents.harness import HarnessSpec, load_harness
+from lamarck.agents.nodes import LoopListener, LoopNodes, RunAgents
+from lamarck.agents.runs import (
+    RunConfig,
+    RunError,
+    check_resumable,
+    claim,
+    create_run,
+    load_config,
+    stop_requested,
+    validate_config,
+)
+from lamarck.agents.state import GATED, RunState
+from lamarck.agents.summary import GenerationSummary
+from lamarck.curriculum.registry import get_environment
+from lamarck.memory.lessons import LessonStore
+from lamarck.platform.events import EventBus
+from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.sandbox import Sandbox
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+from lamarck.skills_library.library import SkillLibrary
+
+log = logging.getLogger(__name__)
+
+SUPERSTEPS_PER_GENERATION = 5
+
+
+def build_graph(nodes: LoopNodes) -> StateGraph:
+    graph = StateGraph(RunState)
+    graph.add_node("propose", nodes.propose)
+    graph.add_node("execute", nodes.execute)
+    graph.add_node("critique", nodes.critique)
+    graph.add_node("induce", nodes.induce)
+    graph.add_node("assess", nodes.assess)
+    graph.add_node("record", nodes.record)
+    graph.add_node("finish", nodes.finish)
+    graph.add_node("exhausted", nodes.exhausted)
+
+    graph.add_edge(START, "propose")
+    graph.add_conditional_edges("propose", nodes.after_propose, ["execute", "exhausted"])
+    graph.add_edge("execute", "critique")
+    graph.add_edge("critique", "induce")
+    graph.add_edge("critique", "assess")
+    graph.add_edge(["induce", "assess"], "record")
+    graph.add_conditional_edges("record", nodes.after_record, ["propose", "finish", "exhausted"])
+    graph.add_edge("finish", END)
+    graph.add_edge("exhausted", END)
+    return graph
+
+
+@dataclass
+class Services:
+    """The stores and clients a run uses, from the composition root (tests may pass their own)."""
+
+    db: Database
+    gateway: LLMGateway
+    sandbox: Sandbox
+    data_dir: Path
+    library: SkillLibrary
+    lessons: LessonStore | None = None
+    default_concurrency: int = 32
+    seed_builtins: bool = True  # add the built-in skills before a run (verified once per database, then a no-op)
+    bus: EventBus = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bus = EventBus(self.db)
+
+
+@contextmanager
+def open_services(container: Any) -> Iterator[Services]:
+    """Services over a Container: its database, gateway and sandbox, plus the vector memory for lessons and skills."""
+    from lamarck.memory.chroma import open_memory
+
+    settings = container.settings
+    memory = open_memory(settings)
+    try:
+        lessons = LessonStore(container.db, memory.lessons, dedup_distance=settings.memory.dedup_threshold)
+        library = SkillLibrary(container.db, container.sandbox, memory)
+        yield Services(db=container.db, gateway=container.gateway, sandbox=container.sandbox,
+                       data_dir=settings.data_dir, library=library, lessons=lessons,
+                       default_concurrency=settings.engine.max_batch_size)
+    finally:
+        memory.close()
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str
+    generations_done: int
+    summaries: list[GenerationSummary]
+    error: str | None = None
+
+
+class Orchestrator:
+    def __init__(self, services: Services, *, listener: LoopListener | None = None) -> None:
+        self.services = services
+        self.listener = listener
+
+    # starting and driving
+
+    def start(self, config: RunConfig, *, name: str = "") -> str:
+        """Validate the config against what exists and create the run (status pending); nothing is written on error."""
+        validate_config(config, self.services.db, self.services.gateway)
+        return create_run(self.services.db, config, name=name)
+
+    def run(self, run_id: str) -> RunOutcome:
+        """Drive a pending run from the start."""
+        with self.services.db.session() as session:
+            run = repo.get_run(session, run_id=run_id)
+            if run.status != "pending":
+                raise RunError(f"run {run_id} is {run.status}: use `lamarck runs resume {run_id}`")
+        return self._drive(run_id, resumed=False)
+
+    def resume(self, run_id: str) -> RunOutcome:
+        """Continue a stopped, failed or killed run from its last checkpoint; finished work is not redone."""
+        with self.services.db.session() as session:
+            check_resumable(session, run_id)
+        return self._drive(run_id, resumed=True)
+
+    def _drive(self, run_id: str, *, resumed: bool) -> RunOutcome:
+        db = self.services.db
+        with db.session() as session:
+            config = load_config(claim(session, run_id))
+        with open_checkpointer(db, self.services.data_dir) as saver:
+            graph = self._compile(config, saver)
+            thread: dict[str, Any] = {"configurable": {"thread_id": run_id},
+                                      "recursion_limit": SUPERSTEPS_PER_GENERATION * (config.generations + 2) + 10}
+            snapshot = graph.get_state(thread)
+            state_in: dict[str, Any] | None = None
+            if not snapshot.values:
+                state_in = {"run_id": run_id, "config": config.model_dump(mode="json"), "generation": 0,
+                            "recent_prompts": [], "recent_failures": [], "timings": {}, "agent_seconds": {},
+                            "active_seconds": 0.0}
+            self._emit("run_resumed" if resumed else "run_started", run_id, config=config.model_dump(mode="json"),
+                       next=list(snapshot.next), generation=snapshot.values.get("generation", 0))
+            stopped = False
+            try:
+                for chunk in graph.stream(state_in, thread, stream_mode="updates", durability="sync"):
+                    if any(node in GATED for node in chunk) and stop_requested(db, run_id):
+                        stopped = True
+                        break
+            except KeyboardInterrupt:
+                self._mark(run_id, "stopped", "run_stopped", reason="interrupted")
+                raise
+            except Exception as exc:
+                message = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+                self._mark(run_id, "failed", "run_failed", reason=message, error=message)
+                raise
+            final = graph.get_state(thread)
+        if stopped:
+            self._mark(run_id, "stopped", "run_stopped", reason="stop requested")
+        elif not final.next:
+            self._settle(run_id, final.values.get("outcome") or "finished")
+        return self.outcome(run_id)
+
+    def _settle(self, run_id: str, outcome: str) -> None:
+        """A graph at its end whose last node's status write was lost (killed in between) gets it now."""
+        with self.services.db.session() as session:
+            status = repo.get_run(session, run_id=run_id).status
+        if status != outcome:
+            self._mark(run_id, outcome, "run_finished" if outcome == "finished" else outcome, reason="settled on resume")
+
+    def outcome(self, run_id: str) -> RunOutcome:
+        with self.services.db.session() as session:
+            run = repo.get_run(session, run_id=run_id)
+            generations = run.summary.get("generations", {})
+            summaries = [GenerationSummary.model_validate(generations[key]) for key in sorted(generations, key=int)]
+            return RunOutcome(run_id=run.id, status=run.status, generations_done=run.generations_done,
+                              summaries=summaries, error=run.error)
+
+    # building the graph for one run
+
+    def _compile(self, config: RunConfig, saver: BaseCheckpointSaver) -> CompiledStateGraph:
+        s = self.services
+        environments = {name: get_environment(name, sandbox=s.sandbox) for name in config.environments}
+        gateway_for_proposer = s.gateway if config.llm_share > 0 else None
+        agents = RunAgents(
+            db=s.db,
+            bus=s.bus,
+            environments=environments,
+            proposer=CurriculumProposer(gateway_for_proposer, environments, sandbox=s.sandbox),
+            executor=Executor(s.gateway, environments, skills=s.library, lessons=s.lessons,
+                              max_concurrency=config.concurrency or s.default_concurrency),
+            critic=Critic(s.gateway, environments, s.db, lessons=s.lessons),
+            library=s.library,
+            lessons=s.lessons,
+            config=config,
+            harnesses=self._harnesses(config),
+            budget_left=lambda run_id, seconds: self.budget_spent(run_id, config, seconds),
+            listener=self.listener,
+        )
+        if s.seed_builtins:
+            s.library.ensure_builtins()
+        return build_graph(LoopNodes(agents)).compile(checkpointer=saver)
+
+    def _harnesses(self, config: RunConfig) -> dict[str, HarnessSpec]:
+        harnesses = {name: default_harness_for(get_environment(name)) for name in config.environments}
+        with self.services.db.session() as session:
+            for name, harness_id in config.harnesses.items():
+                harnesses[name] = load_harness(session, harness_id=harness_id)
+        return harnesses
+
+    def budget_spent(self, run_id: str, config: RunConfig, active_seconds: float) -> str | None:
+        """Why the run's budget is spent, or None while there is some left."""
+        budget = config.budget
+        if budget.max_tokens is None and budget.max_cost_usd is None and budget.max_seconds is None:
+            return None
+        with self.services.db.session() as session:
+            usage = repo.llm_usage(session, run_id=run_id)
+        tokens = int(usage["prompt_tokens"] + usage["completion_tokens"])
+        if budget.max_tokens is not None and tokens >= budget.max_tokens:
+            return f"token budget spent: {tokens} of {budget.max_tokens}"
+        if budget.max_cost_usd is not None and usage["cost_usd"] >= budget.max_cost_usd:
+            return f"cost budget spent: ${usage['cost_usd']:.4f} of ${budget.max_cost_usd:.4f}"
+        if budget.max_seconds is not None and active_seconds >= budget.max_seconds:
+            return f"time budget spent: {active_seconds:.1f}s of {budget.max_seconds:.1f}s"
+        return None
+
+    # status and events
+
+    def _mark(self, run_id: str, status: str, event: str, *, reason: str | None, error: str | None = None) -> None:
+        with self.services.db.session() as session:
+            repo.set_run_status(session, run_id=run_id, status=status, error=error)
+            done = repo.get_run(session, run_id=run_id).generations_done
+        self._emit(event, run_id, reason=reason, generations_done=done)
+
+    def _emit(self, type: str, run_id: str, **payload: Any) -> None:
+        event = self.services.bus.publish(type, payload, run_id=run_id)
+        if self.listener is not None:
+            try:
+                self.listener.on_event(event)
+            except Exception:
+                log.exception("listener failed on %s", type)

@@ -1,0 +1,58 @@
+"""The evolution loop's state: what one node hands the next, checkpointed after every node.
+
+Everything here is plain JSON (ids, numbers, task specs as dicts), so a checkpoint stays small
+and readable in any saver; records live in SQL and nodes load them by id. Keys that parallel
+nodes write (``induce`` and ``assess`` run side by side) have reducers.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+
+def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Dict reducer: later writes win per key; writes from parallel nodes combine."""
+    return {**(left or {}), **(right or {})}
+
+
+class TaskItem(TypedDict):
+    task_id: str
+    source: str  # procedural | llm | replay
+    spec: dict[str, Any]  # a TaskSpec as JSON
+
+
+class VerdictItem(TypedDict):
+    episode_id: str
+    task_id: str
+    passed: bool
+    reward: float
+    lesson_id: str | None
+    new_lesson: bool
+    repaired: bool
+
+
+class NewSkill(TypedDict):
+    name: str
+    episode_ids: list[str]
+
+
+class RunState(TypedDict, total=False):
+    run_id: str
+    config: dict[str, Any]  # the RunConfig as JSON
+    generation: int  # the generation being worked on, from 0
+    generation_started: float  # epoch seconds when this generation's propose began
+    tasks: list[TaskItem]
+    episode_ids: list[str]  # this generation's attempts, in (task, sample) order
+    verdicts: list[VerdictItem]
+    new_skills: list[NewSkill]
+    recent_prompts: list[str]  # for the proposer's novelty check across generations
+    recent_failures: list[dict[str, Any]]  # TaskSpecs the frontier may replay
+    timings: Annotated[dict[str, float], merge]  # node -> wall seconds, this generation
+    agent_seconds: Annotated[dict[str, float], merge]  # node -> seconds inside the agent it adapts
+    active_seconds: Annotated[float, operator.add]  # wall time spent in nodes over the whole run
+    outcome: str  # finished | budget_exhausted, set by the last node
+
+
+NODES = ("propose", "execute", "critique", "induce", "assess", "record")
+GATED = ("propose", "execute", "critique", "record")  # a stop request is honoured after these

@@ -1,0 +1,119 @@
+"""``lamarck evolve``, ``runs`` and ``eval`` end to end through Typer, with scripted models on every role."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import typer
+from sqlalchemy import func, select
+from typer.testing import CliRunner
+
+from lamarck.commands.evolve import eval_command, evolve, runs_app
+from lamarck.platform.settings import ROLES
+from lamarck.platform.storage.database import Database
+from lamarck.platform.storage.records import Evaluation, Run
+from scripted_llm import ScriptedLLM, scripted_provider
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
+from test_orchestrator_support import responder  # noqa: E402
+
+app = typer.Typer()
+app.command("evolve")(evolve)
+app.command("eval")(eval_command)
+app.add_typer(runs_app, name="runs")
+runner = CliRunner()
+
+
+@pytest.fixture
+def scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("LAMARCK_DATA_DIR", str(tmp_path / "data"))
+    for role in ROLES:
+        monkeypatch.setenv(f"LAMARCK_MODELS__{role.upper()}__MODEL", f"scripted/{role}")
+    with scripted_provider(ScriptedLLM(responder())):
+        yield tmp_path / "data"
+
+
+def _one_line_error(args: list[str], expected: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert expected in result.output, result.output
+    assert result.output.strip().count("\n") == 0, result.output
+
+
+def _runs(data_dir: Path) -> int:
+    db = Database(f"sqlite:///{data_dir / 'lamarck.db'}")
+    try:
+        with db.session() as session:
+            return session.scalar(select(func.count()).select_from(Run)) or 0
+    finally:
+        db.dispose()
+
+
+def test_evolve_then_runs_list_show_events_and_resume_refused(scripted: Path) -> None:
+    result = runner.invoke(app, ["evolve", "--env", "arithmetic", "--generations", "1", "--batch", "3",
+                                 "--samples", "1", "--llm-share", "0", "--name", "smoke"])
+    assert result.exit_code == 0, result.output
+    assert "finished after 1 generation" in result.output and "generation 1" in result.output
+    run_id = re.search(r"run ([0-9a-f]{32})", result.output).group(1)
+
+    listed = runner.invoke(app, ["runs", "list"])
+    assert listed.exit_code == 0 and run_id in listed.output and "finished" in listed.output and "smoke" in listed.output
+    shown = runner.invoke(app, ["runs", "show", run_id])
+    assert shown.exit_code == 0 and "arithmetic" in shown.output and "LLM usage" in shown.output
+
+    events = runner.invoke(app, ["runs", "events", run_id])
+    lines = [json.loads(line) for line in events.output.splitlines()]
+    assert lines[0]["type"] == "run_started" and lines[-1]["type"] == "run_finished"
+    after = runner.invoke(app, ["runs", "events", run_id, "--after", str(lines[2]["id"])])
+    assert [json.loads(line)["id"] for line in after.output.splitlines()] == [e["id"] for e in lines[3:]]
+
+    _one_line_error(["runs", "resume", run_id], "is finished: there is nothing to resume")
+    _one_line_error(["runs", "stop", run_id], "only a pending or running run can be stopped")
+    assert _runs(scripted) == 1
+
+
+def test_bad_input_is_one_line_and_changes_nothing(scripted: Path) -> None:
+    _one_line_error(["evolve", "--env", "chess"], "unknown environment 'chess'")
+    _one_line_error(["evolve", "--env", "humaneval"], "evaluation-only")
+    _one_line_error(["evolve", "--max-tokens", "-5"], "budget.max_tokens")
+    _one_line_error(["evolve", "--max-seconds", "-1"], "budget.max_seconds")
+    _one_line_error(["evolve", "--batch", "0"], "batch_size")
+    _one_line_error(["evolve", "--harness", "arithmetic"], "ENV=HARNESS_VERSION")
+    _one_line_error(["runs", "resume", "0" * 32], "no run")
+    _one_line_error(["runs", "stop", "0" * 32], "no run")
+    _one_line_error(["runs", "show", "nope"], "no run")
+    _one_line_error(["eval", "--env", "chess"], "unknown environment")
+    _one_line_error(["eval", "--harness", "nope"], "no harness")
+    _one_line_error(["eval", "--per-level", "99"], "per_level must be 1..50")
+    assert _runs(scripted) == 0
+
+
+def test_unknown_model_version_on_the_local_route(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAMARCK_DATA_DIR", str(tmp_path / "data"))
+    _one_line_error(["evolve", "--model", "nope"], "no model version 'nope'")
+    _one_line_error(["eval", "--model", "nope"], "no model version 'nope'")
+    assert _runs(tmp_path / "data") == 0
+
+
+def test_eval_is_repeatable_and_stored(scripted: Path) -> None:
+    first = runner.invoke(app, ["eval", "--env", "arithmetic", "--per-level", "1"])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["eval", "--env", "arithmetic", "--per-level", "1"])
+    assert second.exit_code == 0, second.output
+    humaneval = runner.invoke(app, ["eval", "--env", "humaneval", "--limit", "2"])
+    assert humaneval.exit_code == 0, humaneval.output
+    db = Database(f"sqlite:///{scripted / 'lamarck.db'}")
+    with db.session() as session:
+        evaluations = list(session.scalars(select(Evaluation).order_by(Evaluation.created_at)))
+    db.dispose()
+    assert len(evaluations) == 3
+    a, b, h = evaluations
+    assert a.eval_set == b.eval_set and a.eval_set.startswith("arithmetic-heldout-v1/pl1@")
+    assert a.per_task == b.per_task and a.score == b.score and a.n_tasks == 9
+    assert h.environment == "humaneval" and h.n_tasks == 2 and h.score == 0.0
+    assert f"score {a.score:.3f}" in first.output
