@@ -12,6 +12,7 @@ from rich.table import Table
 
 from lamarck.commands.curriculum import curriculum_app, envs_app
 from lamarck.commands.evolve import eval_command, evolve, runs_app
+from lamarck.commands.training import register_model_commands, train_command, worker_command
 from lamarck.commands.skills import app as skills_app
 from lamarck.commands.common import UserError, console, container_from_settings, err, run_guarded
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, config_file
@@ -19,6 +20,9 @@ from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, config_file
 app = typer.Typer(help="Lamarck: a self-evolving multi-agent platform.", no_args_is_help=True, add_completion=False)
 models_app = typer.Typer(help="Model versions: import, list.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+register_model_commands(models_app)
+app.command("worker")(worker_command)
+app.command("train")(train_command)
 app.add_typer(envs_app, name="envs")
 app.add_typer(curriculum_app, name="curriculum")
 app.add_typer(skills_app, name="skills")

@@ -54,9 +54,8 @@ def test_the_first_action_wins() -> None:
     ("reply", "message"),
     [
         ("", "empty reply"),
-        ("I think it is probably big.", "no action found"),
         ("CALL: ", "without a tool name"),
-        ("CALL python: print(1)", "unknown tool 'python': available tools are calculator, reverse"),
+        ("CALL python: print(1)", "unknown tool 'python': available tools are calculator, reverse; write for example"),
     ],
 )
 def test_malformed_replies_explain_what_was_wrong(reply: str, message: str) -> None:
@@ -67,3 +66,13 @@ def test_malformed_replies_explain_what_was_wrong(reply: str, message: str) -> N
 def test_underscores_in_tool_names_survive() -> None:
     action = parse_action("CALL **run_python**: print(2)", known_tools={"run_python"})
     assert (action.kind, action.tool, action.argument) == ("call", "run_python", "print(2)")
+
+
+def test_a_reply_without_an_action_is_the_answer() -> None:
+    action = parse_action("She has 8 + 6 = 14 stickers now.", known_tools=TOOLS)
+    assert (action.kind, action.answer, action.implicit) == ("answer", "She has 8 + 6 = 14 stickers now.", True)
+
+
+def test_a_call_without_a_tool_name_goes_to_the_only_tool() -> None:
+    action = parse_action("CALL: 6 + 8", known_tools={"calculator"})
+    assert (action.kind, action.tool, action.argument) == ("call", "calculator", "6 + 8")

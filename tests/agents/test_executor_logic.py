@@ -29,6 +29,11 @@ def _gateway(db: Database | None = None) -> LLMGateway:
     return LLMGateway(ModelRoutes(executor=ModelRoute(model="scripted/exec")), GatewaySettings(retries=0), db=db)
 
 
+def _own(messages: list[Any]) -> list[Any]:
+    """The attempt's own messages, without the harness's worked example."""
+    return [m for m in messages if not m.meta.get("few_shot")]
+
+
 def _last_user(messages: list[dict[str, Any]]) -> str:
     return next(m["content"] for m in reversed(messages) if m["role"] == "user")
 
@@ -54,11 +59,11 @@ def test_tool_call_observation_then_answer(model: ScriptedLLM, env: ArithmeticEn
     )
     assert len(out.attempts) == 2
     attempt = out.attempts[0]
-    roles = [m.role for m in attempt.trajectory.messages]
-    assert roles == ["system", "user", "assistant", "tool", "assistant"]
-    call = attempt.trajectory.messages[2].tool_calls[0]
+    messages = _own(attempt.trajectory.messages)
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    call = messages[2].tool_calls[0]
     assert call.name == "calculator" and '"2 + 3"' in call.arguments
-    assert attempt.trajectory.messages[3].content == "5"
+    assert messages[3].content == "5"
     assert attempt.answer == "5" and attempt.failure_reason is None and attempt.steps == 2
 
 
@@ -73,14 +78,14 @@ def test_first_step_asks_for_all_samples_in_one_call(model: ScriptedLLM, env: Ar
 
 def test_malformed_call_becomes_feedback_not_a_crash(env: ArithmeticEnv) -> None:
     handler = ScriptedLLM()
-    handler.script = ["CALL python: import os", "hmm", "ANSWER: 7"]
+    handler.script = ["CALL python: import os", "CALL:", "ANSWER: 7"]
     with scripted_provider(handler):
         out = Executor(_gateway(), {"arithmetic": env}).run(
             ExecutorInput(tasks=[env.generate(1, random.Random(1))], model_version="m", samples_per_task=1)
         )
-    messages = out.attempts[0].trajectory.messages
+    messages = _own(out.attempts[0].trajectory.messages)
     assert "unknown tool 'python'" in messages[3].content
-    assert "no action found" in messages[5].content
+    assert "CALL without a tool name" in messages[5].content
     assert out.attempts[0].answer == "7"
 
 

@@ -6,9 +6,10 @@ One line per action::
     ANSWER: 84
 
 Parsing is forgiving about case, markdown decoration and ``name(input)`` spelling,
-and never raises: a reply it cannot use becomes a ``malformed`` action whose
-``error`` tells the model what was wrong, which the executor feeds back as an
-observation.
+and never raises. A reply with neither line is taken whole as the answer (the
+environment's verifier extracts what it needs); a broken ``CALL`` becomes a
+``malformed`` action whose ``error`` tells the model what was wrong, which the
+executor feeds back as an observation.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Action:
     argument: str = ""
     answer: str = ""
     error: str = ""
+    implicit: bool = False  # a reply without CALL or ANSWER is taken whole as the answer
 
 
 def parse_action(reply: str, *, known_tools: set[str] | None = None) -> Action:
@@ -47,11 +49,8 @@ def parse_action(reply: str, *, known_tools: set[str] | None = None) -> Action:
         if call:
             return _call(call.group("rest").strip(), lines[index + 1 :], known_tools)
     if not reply.strip():
-        return Action(kind="malformed", error="empty reply: write `CALL tool_name: input` or `ANSWER: ...`")
-    return Action(
-        kind="malformed",
-        error="no action found: write one line `CALL tool_name: input` to use a tool, or `ANSWER: ...` to finish",
-    )
+        return Action(kind="malformed", error="empty reply: use a tool with a `CALL` line or finish with `ANSWER: ...`")
+    return Action(kind="answer", answer=reply.strip(), implicit=True)
 
 
 def _call(rest: str, following: list[str], known_tools: set[str] | None) -> Action:
@@ -66,11 +65,23 @@ def _call(rest: str, following: list[str], known_tools: set[str] | None) -> Acti
     if not argument and following and _FENCE_OPEN.match(following[0]):
         argument = _fenced_block(following)
     if not name:
-        return Action(kind="malformed", error="CALL without a tool name: write `CALL tool_name: input`")
+        return Action(kind="malformed", error=f"CALL without a tool name: {_how_to_call(known_tools)}")
+    if known_tools is not None and name not in known_tools and len(known_tools) == 1 and match is None:
+        return Action(kind="call", tool=next(iter(known_tools)), argument=_unquote(rest.strip()))
     if known_tools is not None and name not in known_tools:
         listed = ", ".join(sorted(known_tools)) or "none"
-        return Action(kind="malformed", tool=name, error=f"unknown tool {name!r}: available tools are {listed}")
+        return Action(
+            kind="malformed",
+            tool=name,
+            error=f"unknown tool {name!r}: available tools are {listed}; {_how_to_call(known_tools)}",
+        )
     return Action(kind="call", tool=name, argument=_unquote(argument))
+
+
+def _how_to_call(known_tools: set[str] | None) -> str:
+    if not known_tools:
+        return "there are no tools here, so finish with `ANSWER: ...`"
+    return f"write for example `CALL {sorted(known_tools)[0]}: ...` or finish with `ANSWER: ...`"
 
 
 def _undecorate_name(rest: str) -> str:

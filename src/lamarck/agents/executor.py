@@ -23,11 +23,12 @@ from lamarck.agents.harness import HarnessSpec, default_harness
 from lamarck.agents.toolbox import LessonHandle, LessonSource, SkillSource, Toolbox
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
-from lamarck.platform.storage.trajectory import Message, ToolCall, Trajectory
+from lamarck.platform.storage.trajectory import OBSERVATION_PREFIX, Message, ToolCall, Trajectory, render_for_model
 
 log = logging.getLogger(__name__)
 
-OBSERVATION_PREFIX = "RESULT: "
+__all__ = ["Attempt", "Executor", "ExecutorInput", "ExecutorOutput", "render_for_model"]
+
 STOP_SEQUENCES = ["RESULT:", "<|im_end|>"]
 
 
@@ -183,7 +184,9 @@ class Executor:
         messages = [Message(role="system", content=_tidy(system), meta={"lessons": [lesson.id for lesson in lessons]})]
         for example in harness.few_shot.examples[: harness.few_shot.count]:
             messages.append(Message(role="user", content=example.task, meta={"few_shot": True}))
-            messages.append(Message(role="assistant", content=example.trajectory, meta={"few_shot": True}))
+            for index, turn in enumerate(example.turns):
+                role, content = ("assistant", turn) if index % 2 == 0 else ("user", f"{OBSERVATION_PREFIX}{turn}")
+                messages.append(Message(role=role, content=content, meta={"few_shot": True}))
         messages.append(Message(role="user", content=task.prompt))
         return messages
 
@@ -262,20 +265,6 @@ class Executor:
     def _finish(self, rollout: _Rollout) -> None:
         rollout.done = True
         rollout.attempt.wall_seconds = time.perf_counter() - rollout.started
-
-
-def render_for_model(trajectory: Trajectory) -> list[dict[str, Any]]:
-    """The chat the model sees: observations as ``RESULT:`` user turns, no structured tool fields.
-
-    Training rows are rendered by this same function, so the model learns the format it is prompted with.
-    """
-    chat: list[dict[str, Any]] = []
-    for message in trajectory.messages:
-        if message.role == "tool":
-            chat.append({"role": "user", "content": f"{OBSERVATION_PREFIX}{message.content or ''}"})
-        else:
-            chat.append({"role": message.role, "content": message.content or ""})
-    return chat
 
 
 def _unusable(task: TaskSpec, environment: Environment | None) -> str | None:

@@ -20,10 +20,12 @@ from lamarck.platform.storage import repositories as repo
 
 
 class FewShotExample(BaseModel):
+    """A worked example: the task, then the turns — a reply, the tool's result, a reply, and so on."""
+
     model_config = ConfigDict(frozen=True)
 
     task: str
-    trajectory: str
+    turns: tuple[str, ...]
 
 
 class FewShot(BaseModel):
@@ -92,9 +94,29 @@ DEFAULT_ANSWER_FORMATS: dict[str, str] = {
 }
 
 
+FIXED_EXAMPLES: dict[str, FewShotExample] = {
+    "arithmetic": FewShotExample(
+        task="Sam has 5 pens. Sam buys 3 more pens. How many pens does Sam have now?",
+        turns=("CALL calculator: 5 + 3", "8", "ANSWER: 8"),
+    ),
+    "string_ops": FewShotExample(
+        task='Start with the text "red cat" and apply these steps in order:\n1. reverse the whole string\n'
+        "What is the final text?",
+        turns=("ANSWER: tac der",),
+    ),
+    "python_functions": FewShotExample(
+        task="Write a Python function `add_one(x: int) -> int`.\nReturn x plus one.\nExample: add_one(1) returns 2.",
+        turns=("ANSWER:\n```python\ndef add_one(x: int) -> int:\n    return x + 1\n```",),
+    ),
+}
+
+
 def default_harness(environment: str | None, answer_format: str | None = None) -> HarnessSpec:
+    """The root harness of an environment: one fixed worked example, where there is one, shows the format."""
     fmt = answer_format or DEFAULT_ANSWER_FORMATS.get(environment or "", "the final answer only")
-    return HarnessSpec(environment=environment, answer_format=fmt)
+    example = FIXED_EXAMPLES.get(environment or "")
+    few_shot = FewShot(source="fixed", count=1, examples=(example,)) if example else FewShot()
+    return HarnessSpec(environment=environment, answer_format=fmt, few_shot=few_shot)
 
 
 def save_harness(

@@ -110,6 +110,47 @@ class MemorySettings(BaseModel):
     http_timeout_seconds: float = Field(60.0, gt=0.0)  # per request to a Chroma server; a hung server fails
 
 
+class WorkerSettings(BaseModel):
+    """Celery workers. Embedded mode (no ``broker_url``) uses a SQLite broker file and a worker the platform starts."""
+
+    queues: list[str] = Field(default_factory=lambda: ["rollout", "train"])
+    concurrency: int = Field(1, ge=1, le=64)
+    visibility_timeout_seconds: int = Field(6 * 3600, ge=1)  # above the longest job, or Redis redelivers it
+    lease_ttl_seconds: int = Field(120, ge=2)  # a job's lease expires this long after its worker stops renewing
+    heartbeat_seconds: float = Field(20.0, gt=0.0)  # lease renewal period; well under lease_ttl_seconds
+    max_attempts: int = Field(3, ge=1, le=20)  # a job that fails this often ends failed (poison)
+    retry_backoff_seconds: float = Field(30.0, ge=0.0)  # first retry delay, doubled per attempt
+    retry_backoff_max_seconds: float = Field(1800.0, ge=0.0)
+    embedded_autostart: bool = True
+    broker_key_prefix: str = ""  # namespaces broker keys when deployments (or test runs) share one Redis
+
+
+class TrainingSettings(BaseModel):
+    """Distillation: dataset building, TRL SFT/DPO with LoRA, and the evaluation gate."""
+
+    min_new_episodes: int = Field(32, ge=1)
+    cap_per_cell: int = Field(64, ge=1)  # rows per environment x difficulty
+    repaired_weight: float = Field(0.5, ge=0.0, le=1.0)  # 0 drops critic-repaired rows, 1 treats them as native
+    max_length: int = Field(1024, ge=64)
+    max_steps: int = Field(60, ge=1)
+    learning_rate: float = Field(2e-4, gt=0.0)
+    batch_size: int = Field(4, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    lora_rank: int = Field(16, ge=1, le=256)
+    lora_alpha: int = Field(32, ge=1)
+    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    full_finetune: bool = False
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    save_steps: int = Field(20, ge=1)
+    dpo: bool = False
+    dpo_steps: int = Field(20, ge=1)
+    dpo_beta: float = Field(0.1, gt=0.0)
+    seed: int = 0
+    gate_per_level: int = Field(5, ge=1, le=50)  # held-out tasks per difficulty level for the gate
+    gate_alpha: float = Field(0.05, gt=0.0, lt=1.0)  # significance of the improvement on trained environments
+    gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # allowed pass-rate drop on the other environments
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="LAMARCK_",
@@ -130,6 +171,8 @@ class Settings(BaseSettings):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
+    training: TrainingSettings = Field(default_factory=TrainingSettings)
     openai_api_key: SecretStr | None = None
 
     @model_validator(mode="after")

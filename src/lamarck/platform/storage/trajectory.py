@@ -86,3 +86,21 @@ class Trajectory(BaseModel):
 
     def append(self, message: Message) -> None:
         self.messages.append(message)
+
+
+OBSERVATION_PREFIX = "RESULT: "
+
+
+def render_for_model(trajectory: Trajectory) -> list[dict[str, str]]:
+    """The chat the model sees: observations as ``RESULT:`` user turns, no structured tool fields.
+
+    The executor prompts with it and training renders its rows with it, so the model learns the format it is
+    prompted with.
+    """
+    chat: list[dict[str, str]] = []
+    for message in trajectory.messages:
+        if message.role == "tool":
+            chat.append({"role": "user", "content": f"{OBSERVATION_PREFIX}{message.content or ''}"})
+        else:
+            chat.append({"role": message.role, "content": message.content or ""})
+    return chat

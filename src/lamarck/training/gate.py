@@ -1,0 +1,171 @@
+"""The evaluation gate: a candidate replaces the champion only if it is measurably better where it trained.
+
+Both models run the same held-out tasks (same prompts, same seeds). On the environments the candidate trained on,
+the per-task pass/fail pairs are pooled and tested with an exact one-sided McNemar (sign) test on the discordant
+pairs: promote only if the candidate wins significantly more tasks than it loses (p < alpha). On every other
+environment its pass rate may not drop by more than ``tolerance``. Each decision is stored as Evaluation records
+(one per environment, with the decision JSON) and published as a ``model.gate`` event.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from math import comb
+
+from pydantic import BaseModel
+
+from lamarck.curriculum.environment import TaskSpec
+from lamarck.curriculum.heldout import heldout_digest, heldout_set, set_name
+from lamarck.platform.events import EventBus
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+from lamarck.training import registry
+
+log = logging.getLogger(__name__)
+
+Evaluator = Callable[[str, str, Sequence[TaskSpec]], list[bool]]
+"""(model_version, environment, tasks) -> pass/fail per task, in order."""
+
+
+class EnvComparison(BaseModel):
+    environment: str
+    trained: bool
+    n: int
+    candidate_passes: int
+    champion_passes: int
+    wins: int  # candidate passed, champion failed
+    losses: int  # champion passed, candidate failed
+    delta: float  # candidate pass rate - champion pass rate
+    ok: bool
+    note: str = ""
+
+
+class GateDecision(BaseModel):
+    candidate: str
+    champion: str
+    promote: bool
+    reason: str
+    p_value: float | None
+    alpha: float
+    tolerance: float
+    environments: list[EnvComparison]
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """One-sided exact p-value of at least ``wins`` successes among ``wins + losses`` fair coin flips."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    return sum(comb(n, k) for k in range(wins, n + 1)) / 2**n
+
+
+def compare_env(environment: str, candidate: list[bool], champion: list[bool], *, trained: bool) -> EnvComparison:
+    if len(candidate) != len(champion):
+        raise ValueError(f"{environment}: {len(candidate)} candidate results vs {len(champion)} champion results")
+    n = len(candidate)
+    wins = sum(c and not h for c, h in zip(candidate, champion, strict=True))
+    losses = sum(h and not c for c, h in zip(candidate, champion, strict=True))
+    delta = (sum(candidate) - sum(champion)) / n if n else 0.0
+    return EnvComparison(
+        environment=environment, trained=trained, n=n, candidate_passes=sum(candidate),
+        champion_passes=sum(champion), wins=wins, losses=losses, delta=delta, ok=True,
+    )
+
+
+def decide(
+    candidate: str,
+    champion: str,
+    results: dict[str, tuple[list[bool], list[bool]]],
+    trained_environments: Sequence[str],
+    *,
+    alpha: float = 0.05,
+    tolerance: float = 0.05,
+) -> GateDecision:
+    """The pure decision from per-task results ``{environment: (candidate, champion)}``."""
+    comparisons = [compare_env(env, cand, champ, trained=env in trained_environments)
+                   for env, (cand, champ) in sorted(results.items())]
+    trained = [c for c in comparisons if c.trained]
+    reasons: list[str] = []
+    p_value: float | None = None
+    if not trained:
+        reasons.append("no held-out results on the environments it trained on")
+    else:
+        wins, losses = sum(c.wins for c in trained), sum(c.losses for c in trained)
+        p_value = sign_test_p(wins, losses)
+        if wins <= losses or p_value >= alpha:
+            reasons.append(f"not significantly better on its environments ({wins} wins, {losses} losses, "
+                           f"p={p_value:.3g} >= {alpha})" if wins > losses else
+                           f"not better on its environments ({wins} wins, {losses} losses)")
+            for c in trained:
+                c.ok = False
+                c.note = "no significant improvement"
+    for c in comparisons:
+        if not c.trained and c.delta < -tolerance:
+            c.ok = False
+            c.note = f"pass rate dropped {-c.delta:.2f} > tolerance {tolerance:.2f}"
+            reasons.append(f"worse on {c.environment} by {-c.delta:.2f}")
+    promote = not reasons
+    reason = (f"better on {', '.join(c.environment for c in trained)} (p={p_value:.3g}) and within tolerance elsewhere"
+              if promote else "; ".join(reasons))
+    return GateDecision(candidate=candidate, champion=champion, promote=promote, reason=reason, p_value=p_value,
+                        alpha=alpha, tolerance=tolerance, environments=comparisons)
+
+
+def run_gate(
+    db: Database,
+    *,
+    candidate: str,
+    champion: str,
+    evaluator: Evaluator,
+    environments: Sequence[str],
+    trained_environments: Sequence[str],
+    per_level: int = 5,
+    alpha: float = 0.05,
+    tolerance: float = 0.05,
+    bus: EventBus | None = None,
+    tasks: dict[str, list[TaskSpec]] | None = None,
+) -> GateDecision:
+    """Evaluate both models on the same held-out tasks, decide, record, and promote if the gate passes."""
+    task_sets = tasks or {env: heldout_set(env, per_level=per_level) for env in environments}
+    results = {env: (evaluator(candidate, env, task_sets[env]), evaluator(champion, env, task_sets[env]))
+               for env in environments}
+    decision = decide(candidate, champion, results, trained_environments, alpha=alpha, tolerance=tolerance)
+    record_decision(db, decision, results, task_sets, per_level=per_level, bus=bus)
+    return decision
+
+
+def record_decision(
+    db: Database,
+    decision: GateDecision,
+    results: dict[str, tuple[list[bool], list[bool]]],
+    task_sets: dict[str, list[TaskSpec]],
+    *,
+    per_level: int,
+    bus: EventBus | None = None,
+) -> None:
+    payload = decision.model_dump(mode="json")
+    with db.session() as session:
+        for comparison in decision.environments:
+            env = comparison.environment
+            cand, champ = results[env]
+            ids = [t.source_id or t.fingerprint[:16] for t in task_sets[env]]
+            try:
+                digest = heldout_digest(env, per_level=per_level)
+            except Exception:  # an environment without the registry (tests, plug-ins not installed)
+                digest = None
+            repo.add_evaluation(
+                session, kind="gate", model_version=decision.candidate, environment=env, eval_set=set_name(env),
+                n_tasks=comparison.n, score=comparison.candidate_passes / comparison.n if comparison.n else 0.0,
+                per_task={"candidate": dict(zip(ids, cand, strict=True)), "champion": dict(zip(ids, champ, strict=True))},
+                decision={**payload, "environment": env, "heldout_digest": digest},
+            )
+        scores = {"gate": {c.environment: {"candidate": c.candidate_passes, "champion": c.champion_passes, "n": c.n}
+                           for c in decision.environments}, "gate_p_value": decision.p_value}
+        registry.record_decision(session, version_id=decision.candidate, scores=scores, reason=decision.reason)
+        if decision.promote:
+            registry.promote(session, version_id=decision.candidate, reason=f"gate: {decision.reason}")
+    log.info("gate: %s vs %s -> %s (%s)", decision.candidate, decision.champion,
+             "promoted" if decision.promote else "kept as candidate", decision.reason)
+    if bus is not None:
+        bus.publish("model.gate", payload)

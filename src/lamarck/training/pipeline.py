@@ -1,0 +1,174 @@
+"""The plain functions behind the training jobs: schedule, build the dataset, train a candidate, register it.
+
+Every step is idempotent on (parent version, dataset digest): the candidate's id is derived from both, a digest
+already trained from a parent is refused, and the dataset directory is content-addressed. Rollouts never wait on
+any of this: the champion keeps serving until the gate promotes something else.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import func, select
+
+from lamarck.platform.container import Container
+from lamarck.platform.events import EventBus
+from lamarck.platform.storage.records import Episode, ModelVersion
+from lamarck.training import registry
+from lamarck.training.dataset_io import dataset_dir, load_dataset, save_dataset
+from lamarck.training.traces_to_rows import DistillationSet, NoNewEpisodes, build_dataset
+
+log = logging.getLogger(__name__)
+
+Sender = Callable[[str, dict[str, Any]], Any]  # (task name, kwargs) -> anything; the Celery send in production
+
+
+class ScheduleResult(BaseModel):
+    scheduled: bool
+    reason: str
+    parent_version: str
+    new_episodes: int
+    dataset_digest: str | None = None
+
+
+class CandidateResult(BaseModel):
+    version_id: str
+    parent_version: str
+    dataset_digest: str
+    created: bool  # False when an earlier delivery of the same job had already made it
+    metrics: dict[str, Any] = {}
+
+
+def data_since(container: Container, parent_version: str) -> datetime | None:
+    """Episodes after this cutoff are new for a child of ``parent_version`` (None: all episodes)."""
+    with container.db.session() as session:
+        parent = session.get(ModelVersion, parent_version)
+        until = (parent.training_metrics or {}).get("data_until") if parent is not None else None
+    return datetime.fromisoformat(until) if until else None
+
+
+def count_new_episodes(container: Container, since: datetime | None) -> int:
+    with container.db.session() as session:
+        query = select(func.count(Episode.id)).where(Episode.outcome == "passed")
+        if since is not None:
+            query = query.where(Episode.created_at > since)
+        return int(session.scalar(query) or 0)
+
+
+def prepare_dataset(container: Container, parent_version: str) -> DistillationSet:
+    since = data_since(container, parent_version)
+    with container.db.session() as session:
+        dataset = build_dataset(session, parent_version=parent_version, settings=container.settings.training, since=since)
+    if not dataset.rows:
+        raise NoNewEpisodes(f"no new verified episodes since {parent_version}: nothing to train")
+    save_dataset(dataset, container.settings.data_dir)
+    return dataset
+
+
+def maybe_schedule_distillation(container: Container, send: Sender, *, bus: EventBus | None = None) -> ScheduleResult:
+    """Queue a train job when enough new verified episodes exist since the champion and this data is untrained."""
+    with container.db.session() as session:
+        parent = registry.champion(session)
+    since = data_since(container, parent)
+    new = count_new_episodes(container, since)
+    minimum = container.settings.training.min_new_episodes
+    if new < minimum:
+        return ScheduleResult(scheduled=False, reason=f"{new} new verified episodes < {minimum}", parent_version=parent,
+                              new_episodes=new)
+    try:
+        dataset = prepare_dataset(container, parent)
+    except NoNewEpisodes as exc:
+        return ScheduleResult(scheduled=False, reason=str(exc), parent_version=parent, new_episodes=new)
+    with container.db.session() as session:
+        done = registry.trained_from(session, parent_id=parent, dataset_digest=dataset.digest)
+    if done is not None:
+        return ScheduleResult(scheduled=False, reason=f"dataset already trained as {done.id}", parent_version=parent,
+                              new_episodes=new, dataset_digest=dataset.digest)
+    send("lamarck.train.distill", {"parent_version": parent, "dataset_digest": dataset.digest})
+    if bus is not None:
+        bus.publish("training.scheduled", {"parent_version": parent, "dataset_digest": dataset.digest,
+                                           "rows": len(dataset.rows), "pairs": len(dataset.pairs)})
+    return ScheduleResult(scheduled=True, reason=f"{len(dataset.rows)} rows from {new} new verified episodes",
+                          parent_version=parent, new_episodes=new, dataset_digest=dataset.digest)
+
+
+def load_or_rebuild(container: Container, parent_version: str, digest: str) -> DistillationSet:
+    """The dataset from the shared data dir, or rebuilt from SQL on a host that lacks it (digest must match)."""
+    directory = dataset_dir(container.settings.data_dir, digest)
+    if directory.is_dir():
+        return load_dataset(directory)
+    dataset = prepare_dataset(container, parent_version)
+    if dataset.digest != digest:
+        raise NoNewEpisodes(f"dataset {digest[:12]} is not on this host and the episodes now give "
+                            f"{dataset.digest[:12]}: schedule again")
+    return dataset
+
+
+def train_candidate(
+    container: Container, *, parent_version: str, dataset_digest: str, bus: EventBus | None = None,
+    max_steps: int | None = None,
+) -> CandidateResult:
+    settings = container.settings
+    version_id = registry.candidate_id(parent_version, dataset_digest)
+    with container.db.session() as session:
+        existing = registry.trained_from(session, parent_id=parent_version, dataset_digest=dataset_digest)
+        if existing is not None:
+            return CandidateResult(version_id=existing.id, parent_version=parent_version,
+                                   dataset_digest=dataset_digest, created=False)
+    dataset = load_or_rebuild(container, parent_version, dataset_digest)
+    spec = container.model_store.resolve(parent_version)
+    work = settings.data_dir / "training" / version_id
+    tensorboard = settings.data_dir / "tensorboard" / version_id
+
+    def sink(metrics: dict[str, Any]) -> None:
+        if bus is not None:
+            bus.publish("training.metrics", {"version": version_id, **metrics})
+
+    from lamarck.training.sft import train_sft
+
+    result = train_sft(base_dir=spec.base_dir, rows=dataset.rows, work_dir=work / "sft", settings=settings.training,
+                       parent_adapter=spec.adapter_dir, tensorboard_dir=tensorboard / "sft", on_metrics=sink,
+                       max_steps=max_steps)
+    adapter = Path(result.output_dir)
+    metrics: dict[str, Any] = {"sft": result.model_dump(), "rows": len(dataset.rows), "pairs": len(dataset.pairs),
+                               "data_until": dataset.until.isoformat() if dataset.until else None,
+                               "environments": dataset.environments, "counts": dataset.counts()}
+    if settings.training.dpo and dataset.pairs:
+        from lamarck.training.dpo import train_dpo
+
+        dpo = train_dpo(base_dir=spec.base_dir, adapter_dir=adapter, pairs=dataset.pairs, work_dir=work / "dpo",
+                        settings=settings.training, tensorboard_dir=tensorboard / "dpo", on_metrics=sink)
+        adapter = Path(dpo.output_dir)
+        metrics["dpo"] = dpo.model_dump()
+    check_adapter_loads(adapter, spec.base_dir)
+    container.model_store.add_adapter(version_id, adapter, base=spec.base_name)
+    with container.db.session() as session:
+        if spec.adapter_dir is None:
+            registry.ensure_base_registered(session, spec.version)
+        registry.register_candidate(
+            session, version_id=version_id, base=spec.base_name,
+            adapter_path=str(container.model_store.adapter_root / version_id), parent_id=parent_version,
+            dataset_digest=dataset_digest, training_metrics=metrics,
+        )
+    shutil.rmtree(work, ignore_errors=True)  # checkpoints are only for resuming; the adapter is in the store
+    if bus is not None:
+        bus.publish("model.candidate", {"version": version_id, "parent": parent_version, "digest": dataset_digest,
+                                        "first_loss": result.first_loss, "last_loss": result.last_loss})
+    return CandidateResult(version_id=version_id, parent_version=parent_version, dataset_digest=dataset_digest,
+                           created=True, metrics=metrics)
+
+
+def check_adapter_loads(adapter_dir: Path, base_dir: Path) -> None:
+    """Refuse an adapter the serving engine cannot load, before it is registered."""
+    import json
+
+    from lamarck.platform.llm.runner import load_lora
+
+    layers = json.loads((base_dir / "config.json").read_text())["num_hidden_layers"]
+    load_lora(adapter_dir, layers)

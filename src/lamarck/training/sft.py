@@ -1,0 +1,174 @@
+"""LoRA SFT with TRL on the executor's current model.
+
+The base is the fp32 safetensors model in the ModelStore. When the parent (the champion) is itself an adapter,
+training continues from that adapter (loaded trainable) instead of stacking a second one: the result is again a
+single LoRA adapter on the unchanged base, which is what the local engine and vLLM serve per version. A full
+fine-tune (``training.full_finetune``) exists for benchmarks; it writes full weights the engine does not serve.
+
+A killed job resumes: checkpoints go to ``work_dir/checkpoint-*`` every ``save_steps`` and the next run of the
+same job (same work_dir, keyed by parent and dataset digest) passes ``resume_from_checkpoint``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from lamarck.platform.settings import TrainingSettings
+from lamarck.training.device import TrainDevice, choose_device
+from lamarck.training.traces_to_rows import TrainingRow, tokenize_row
+
+log = logging.getLogger(__name__)
+
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+MetricSink = Callable[[dict[str, Any]], None]
+
+
+class TrainResult(BaseModel):
+    output_dir: str  # the adapter (or full model) directory
+    steps: int
+    first_loss: float | None
+    last_loss: float | None
+    train_tokens: int
+    seconds: float
+    tokens_per_second: float
+    device: str
+    precision: str
+    resumed: bool
+
+
+def tokenized_rows(tokenizer: Any, rows: list[TrainingRow], max_length: int) -> list[dict[str, list[int]]]:
+    """input_ids/labels per row; rows over ``max_length`` are dropped (a cut-off answer teaches nothing)."""
+    out = []
+    for row in rows:
+        if row.weight <= 0.0:
+            continue
+        ids, labels = tokenize_row(tokenizer, row.messages, row.train_turns)
+        if len(ids) > max_length:
+            log.info("sft: row %s has %d tokens > max_length %d; dropped", row.episode_id, len(ids), max_length)
+            continue
+        out.append({"input_ids": ids, "labels": labels})
+    return out
+
+
+def load_model(base_dir: Path, parent_adapter: Path | None, settings: TrainingSettings, device: TrainDevice) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if device.bf16 and device.device == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, local_files_only=True)
+    if settings.full_finetune:
+        return model
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if parent_adapter is not None:
+        return PeftModel.from_pretrained(model, str(parent_adapter), is_trainable=True)
+    config = LoraConfig(r=settings.lora_rank, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
+                        target_modules=LORA_TARGETS, bias="none", task_type="CAUSAL_LM")
+    return get_peft_model(model, config)
+
+
+def sft_config(work_dir: Path, settings: TrainingSettings, device: TrainDevice, *, max_steps: int | None = None) -> Any:
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(work_dir),
+        max_steps=max_steps or settings.max_steps,
+        learning_rate=settings.learning_rate,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.grad_accum,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=0.0,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        save_total_limit=2,
+        report_to="none",  # the TensorBoard callback is added with an explicit log dir
+        seed=settings.seed,
+        max_length=settings.max_length,
+        packing=False,
+        train_sampling_strategy="group_by_length",  # batches of similar length: little padding, no packing needed
+        include_num_input_tokens_seen="non_padding",
+        disable_tqdm=True,
+        **device.trainer_kwargs(),
+    )
+
+
+def train_sft(
+    *,
+    base_dir: Path,
+    rows: list[TrainingRow],
+    work_dir: Path,
+    settings: TrainingSettings,
+    parent_adapter: Path | None = None,
+    tensorboard_dir: Path | None = None,
+    on_metrics: MetricSink | None = None,
+    max_steps: int | None = None,
+) -> TrainResult:
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTTrainer
+
+    device = choose_device(settings.precision)
+    tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
+    data = tokenized_rows(tokenizer, rows, settings.max_length)
+    if not data:
+        raise ValueError("no trainable rows (all empty, zero-weight or longer than training.max_length)")
+    model = load_model(base_dir, parent_adapter, settings, device)
+    trainer = SFTTrainer(
+        model=model, args=sft_config(work_dir, settings, device, max_steps=max_steps),
+        train_dataset=Dataset.from_list(data), processing_class=tokenizer,
+        callbacks=callbacks(tensorboard_dir, on_metrics),
+    )
+    return run_trainer(trainer, work_dir, device, "adapter" if not settings.full_finetune else "model")
+
+
+def callbacks(tensorboard_dir: Path | None, on_metrics: MetricSink | None) -> list[Any]:
+    from transformers import TrainerCallback
+
+    found: list[Any] = []
+    if tensorboard_dir is not None:
+        from torch.utils.tensorboard import SummaryWriter
+        from transformers.integrations import TensorBoardCallback
+
+        tensorboard_dir.mkdir(parents=True, exist_ok=True)
+        found.append(TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(tensorboard_dir))))
+    if on_metrics is not None:
+
+        class _Sink(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
+                if logs:
+                    on_metrics({"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, int | float)}})
+
+        found.append(_Sink())
+    return found
+
+
+def latest_checkpoint(work_dir: Path) -> Path | None:
+    checkpoints = [p for p in work_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return max(checkpoints, key=lambda p: int(p.name.split("-")[-1])) if checkpoints else None
+
+
+def run_trainer(trainer: Any, work_dir: Path, device: TrainDevice, kind: str) -> TrainResult:
+    resume = latest_checkpoint(work_dir)
+    if resume is not None:
+        log.info("training: resuming from %s", resume)
+    started = time.perf_counter()
+    trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+    seconds = time.perf_counter() - started
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    out = work_dir / kind
+    trainer.save_model(str(out))
+    tokens = int(getattr(trainer.state, "num_input_tokens_seen", 0) or 0)
+    return TrainResult(
+        output_dir=str(out), steps=trainer.state.global_step, first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None, train_tokens=tokens, seconds=seconds,
+        tokens_per_second=tokens / seconds if seconds > 0 else 0.0, device=device.device,
+        precision=device.precision, resumed=resume is not None,
+    )

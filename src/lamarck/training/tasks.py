@@ -1,0 +1,147 @@
+"""Celery tasks: thin wrappers that take ids, hold the job lease, and call plain functions in ``pipeline``.
+
+``guarded`` gives every job the same outcome rules:
+- lease busy (another delivery runs it): retry later, not counted as a failure;
+- bad input (no new episodes, a digest already trained, a held-out leak, an adapter that fails to load): recorded
+  as ``job.failed`` with a one-line error, no retry;
+- anything else: retried with exponential backoff; after ``workers.max_attempts`` the job ends failed and the
+  failure is recorded. Outcomes are ``job.*`` events (the event bus is the job log).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from celery import Task
+
+from lamarck.platform.container import Container
+from lamarck.platform.events import EventBus
+from lamarck.platform.workers import LeaseBusy, LeaseLost, app, lease, settings_of
+
+log = logging.getLogger(__name__)
+
+_containers: dict[int, Container] = {}
+
+
+def container() -> Container:
+    """One container per worker process (created after the fork, never shared across it)."""
+    pid = os.getpid()
+    if pid not in _containers:
+        _containers[pid] = Container(settings_of(app))
+    return _containers[pid]
+
+
+def bus() -> EventBus:
+    return EventBus(container().db)
+
+
+def bad_input_errors() -> tuple[type[BaseException], ...]:
+    from lamarck.platform.llm.model_store import ModelStoreError
+    from lamarck.platform.llm.runner import UnsupportedModelError
+    from lamarck.training.registry import RegistryError
+    from lamarck.training.traces_to_rows import HeldoutLeak, NoNewEpisodes
+
+    return (NoNewEpisodes, RegistryError, HeldoutLeak, ModelStoreError, UnsupportedModelError)
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+
+
+def guarded(task: Task, key: str, kwargs: dict[str, Any], body: Callable[[Any], Any]) -> Any:
+    settings = settings_of(app)
+    failures = int(kwargs.get("failures", 0))
+    attempt = failures + 1
+    info = {"job": key, "task": task.name, "celery_id": task.request.id, "attempt": attempt,
+            "redelivered": bool((task.request.delivery_info or {}).get("redelivered"))}
+    try:
+        with lease(settings, key) as lost:
+            bus().publish("job.started", info)
+            result = body(lost)
+            if lost.is_set():
+                raise LeaseLost(f"lease on {key} was lost during the job")
+    except LeaseBusy:
+        countdown = max(1.0, settings.workers.lease_ttl_seconds / 4)
+        bus().publish("job.deferred", {**info, "reason": "lease busy", "countdown": countdown})
+        log.info("job %s: lease busy; checking again in %.0fs", key, countdown)
+        raise task.retry(kwargs=kwargs, countdown=countdown) from None
+    except bad_input_errors() as exc:
+        bus().publish("job.failed", {**info, "error": _one_line(exc), "final": True, "retryable": False})
+        log.warning("job %s failed: %s", key, _one_line(exc))
+        return {"status": "failed", "error": _one_line(exc)}
+    except Exception as exc:
+        if attempt >= settings.workers.max_attempts:
+            bus().publish("job.failed", {**info, "error": _one_line(exc), "final": True, "retryable": True})
+            log.error("job %s failed after %d attempts: %s", key, attempt, _one_line(exc))
+            raise
+        countdown = min(settings.workers.retry_backoff_seconds * 2**failures, settings.workers.retry_backoff_max_seconds)
+        bus().publish("job.retrying", {**info, "error": _one_line(exc), "countdown": countdown})
+        raise task.retry(kwargs={**kwargs, "failures": attempt}, countdown=countdown, exc=exc) from None
+    bus().publish("job.succeeded", {**info, "result": result})
+    return result
+
+
+def job_status(db: Any, key: str) -> dict[str, Any] | None:
+    """The latest ``job.*`` event of a job, or None if it never started."""
+    latest = None
+    for event in EventBus(db).replay(after_id=0, limit=100_000):
+        if event.type.startswith("job.") and event.payload.get("job") == key:
+            latest = {"status": event.type.removeprefix("job."), **event.payload}
+    return latest
+
+
+@app.task(name="lamarck.train.distill", bind=True, max_retries=None)
+def distill(self: Task, parent_version: str, dataset_digest: str, failures: int = 0) -> dict[str, Any]:
+    from lamarck.training.pipeline import train_candidate
+
+    kwargs = {"parent_version": parent_version, "dataset_digest": dataset_digest, "failures": failures}
+    key = f"train:{parent_version}:{dataset_digest[:16]}"
+    return guarded(self, key, kwargs, lambda _lost: train_candidate(
+        container(), parent_version=parent_version, dataset_digest=dataset_digest, bus=bus()).model_dump(mode="json"))
+
+
+@app.task(name="lamarck.train.rehearse", bind=True, max_retries=None)
+def rehearse(self: Task, job: str, steps: int = 5, step_seconds: float = 1.0, fail: bool = False,
+             failures: int = 0) -> dict[str, Any]:
+    """A real job with a cheap body (tests and drills): sleeps in steps, then registers a version idempotently."""
+    kwargs = {"job": job, "steps": steps, "step_seconds": step_seconds, "fail": fail, "failures": failures}
+
+    def body(lost: Any) -> dict[str, Any]:
+        from lamarck.platform.settings import DEFAULT_MODEL_VERSION
+        from lamarck.training import registry
+
+        with container().db.session() as session:
+            done = registry.trained_from(session, parent_id=DEFAULT_MODEL_VERSION, dataset_digest=job)
+            if done is not None:
+                return {"version": done.id, "created": False}
+        for step in range(steps):
+            if lost.is_set():
+                raise LeaseLost(f"lease on {job} lost at step {step}")
+            bus().publish("job.progress", {"job": f"rehearse:{job}", "step": step, "pid": os.getpid()})
+            time.sleep(step_seconds)
+        if fail:
+            raise RuntimeError(f"rehearsal job {job} fails on purpose")
+        with container().db.session() as session:
+            registry.ensure_base_registered(session)
+            version = registry.register_candidate(
+                session, version_id=registry.candidate_id(DEFAULT_MODEL_VERSION, job), base=DEFAULT_MODEL_VERSION,
+                adapter_path=None, parent_id=DEFAULT_MODEL_VERSION, dataset_digest=job,
+                training_metrics={"rehearsal": True, "pid": os.getpid()},
+            )
+            return {"version": version.id, "created": True}
+
+    return guarded(self, f"rehearse:{job}", kwargs, body)
+
+
+@app.task(name="lamarck.rollout.ping")
+def ping() -> str:
+    return "pong"
+
+
+def send(name: str, kwargs: dict[str, Any]) -> Any:
+    """Queue a task by name (routing puts ``lamarck.train.*`` on the ``train`` queue)."""
+    return app.send_task(name, kwargs=kwargs)

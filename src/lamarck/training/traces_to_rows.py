@@ -1,0 +1,303 @@
+"""Verified traces -> training rows (SFT) and preference pairs (DPO), with dedupe, balance and a held-out leak check.
+
+Rows are rendered with ``render_for_model``, the executor's own rendering, so the model
+trains on the chat it is prompted with.
+Context distillation: the 'Lessons from earlier attempts' block the executor put into the system message is left
+out, so the behaviour the lessons induced moves into the weights. Loss falls on the assistant turns the model wrote
+itself: few-shot examples and replies the harness rejected as malformed are context only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from lamarck.curriculum.heldout import is_heldout
+from lamarck.platform.settings import TrainingSettings
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.records import Episode, Task
+from lamarck.platform.storage.trajectory import Trajectory, render_for_model
+
+log = logging.getLogger(__name__)
+
+LESSONS_HEADER = "Lessons from earlier attempts:"
+_LESSONS_BLOCK = re.compile(r"^" + re.escape(LESSONS_HEADER) + r"[ \t]*\n(?:- [^\n]*(?:\n|$))*", re.MULTILINE)
+
+
+class HeldoutLeak(RuntimeError):
+    """A held-out prompt would reach a training row; nothing is written or trained."""
+
+
+class NoNewEpisodes(LookupError):
+    """No new verified episodes since the parent model: nothing to train."""
+
+
+class TrainingRow(BaseModel):
+    task_id: str
+    episode_id: str
+    environment: str
+    difficulty: int
+    messages: list[dict[str, str]]
+    train_turns: list[int]  # indices into messages that carry loss (assistant turns only)
+    prompt_length: int = 0  # messages before the model's first own turn (system, few-shot, task)
+    repaired: bool = False
+    weight: float = 1.0
+
+
+class PreferencePair(BaseModel):
+    task_id: str
+    environment: str
+    difficulty: int
+    prompt: list[dict[str, str]]
+    chosen: list[dict[str, str]]
+    rejected: list[dict[str, str]]
+    chosen_episode_id: str
+    rejected_episode_id: str
+
+
+class DistillationSet(BaseModel):
+    parent_version: str
+    rows: list[TrainingRow]
+    pairs: list[PreferencePair] = Field(default_factory=list)
+    digest: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+    episodes_seen: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)
+    leak_check: str = "not run"
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        cells: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for row in self.rows:
+            cells[row.environment][str(row.difficulty)] += 1
+        return {env: dict(levels) for env, levels in sorted(cells.items())}
+
+    @property
+    def environments(self) -> list[str]:
+        return sorted({row.environment for row in self.rows})
+
+
+# building
+
+
+def build_dataset(
+    session: Session,
+    *,
+    parent_version: str,
+    settings: TrainingSettings,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> DistillationSet:
+    """Rows from passed episodes (native and critic-repaired) recorded after ``since`` and up to ``until``."""
+    query = select(Episode, Task).join(Task, Task.id == Episode.task_id).order_by(Episode.created_at, Episode.id)
+    query = query.where(Episode.outcome.in_(("passed", "failed")))
+    if since is not None:
+        query = query.where(Episode.created_at > since)
+    if until is not None:
+        query = query.where(Episode.created_at <= until)
+    found = list(session.execute(query).tuples())
+    dropped: dict[str, int] = defaultdict(int)
+    passed: list[tuple[Episode, Task]] = []
+    failed: dict[str, list[Episode]] = defaultdict(list)
+    latest = since
+    for episode, task in found:
+        latest = episode.created_at if latest is None or episode.created_at > latest else latest
+        if is_heldout(task.environment, task.prompt):
+            dropped["heldout_task"] += 1
+            continue
+        if episode.outcome == "passed":
+            if episode.repaired_from_id is not None and settings.repaired_weight == 0.0:
+                dropped["repaired_weight_zero"] += 1
+                continue
+            passed.append((episode, task))
+        else:
+            failed[task.id].append(episode)
+    rows = _dedupe([row for episode, task in passed if (row := episode_row(episode, task, settings)) is not None], dropped)
+    rows = _balance(rows, settings.cap_per_cell, dropped)
+    tasks = {task.id: task for _, task in passed}
+    pairs = preference_pairs(rows, failed, tasks)
+    dataset = DistillationSet(
+        parent_version=parent_version, rows=rows, pairs=pairs, since=since, until=until or latest,
+        episodes_seen=len(found), dropped=dict(dropped),
+    )
+    check_no_leak(dataset)
+    dataset.digest = dataset_digest(dataset)
+    return dataset
+
+
+def episode_row(episode: Episode, task: Task, settings: TrainingSettings) -> TrainingRow | None:
+    trajectory = strip_lessons(repo.episode_trajectory(episode))
+    messages = render_for_model(trajectory)
+    turns = trained_turns(trajectory)
+    if not turns:
+        return None
+    repaired = episode.repaired_from_id is not None
+    return TrainingRow(
+        task_id=task.id, episode_id=episode.id, environment=task.environment, difficulty=task.difficulty,
+        messages=[{"role": m["role"], "content": m["content"]} for m in messages], train_turns=turns,
+        prompt_length=opening_length(trajectory), repaired=repaired, weight=settings.repaired_weight if repaired else 1.0,
+    )
+
+
+def strip_lessons(trajectory: Trajectory) -> Trajectory:
+    """The trajectory without the lessons block in its system message (context distillation)."""
+    messages = []
+    for message in trajectory.messages:
+        if message.role == "system" and message.content and LESSONS_HEADER in message.content:
+            content = _LESSONS_BLOCK.sub("", message.content)
+            content = re.sub(r"\n{3,}", "\n\n", content).strip()
+            message = message.model_copy(update={"content": content, "meta": {**message.meta, "lessons": []}})
+        messages.append(message)
+    return Trajectory(messages=messages)
+
+
+def trained_turns(trajectory: Trajectory) -> list[int]:
+    """Assistant turns the model produced and the harness accepted: not few-shot, not followed by format feedback."""
+    messages = trajectory.messages
+    turns = []
+    for index, message in enumerate(messages):
+        if message.role != "assistant" or message.meta.get("few_shot"):
+            continue
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        if following is not None and following.role == "user" and following.meta.get("feedback"):
+            continue
+        turns.append(index)
+    return turns
+
+
+def opening_length(trajectory: Trajectory) -> int:
+    """How many messages come before the model's first own reply (few-shot replies are part of the opening)."""
+    for index, message in enumerate(trajectory.messages):
+        if message.role == "assistant" and not message.meta.get("few_shot"):
+            return index
+    return len(trajectory.messages)
+
+
+def preference_pairs(
+    rows: list[TrainingRow], failed: dict[str, list[Episode]], tasks: dict[str, Task]
+) -> list[PreferencePair]:
+    """Passed vs failed attempts at the same task and the same opening: one pair per failed attempt."""
+    first_row: dict[str, TrainingRow] = {}
+    for row in sorted(rows, key=lambda r: r.repaired):  # a native passed attempt is the better "chosen"
+        first_row.setdefault(row.task_id, row)
+    pairs = []
+    for task_id, row in first_row.items():
+        prompt = row.messages[: row.prompt_length]
+        for episode in failed.get(task_id, []):
+            trajectory = strip_lessons(repo.episode_trajectory(episode))
+            rejected = render_for_model(trajectory)
+            cut = opening_length(trajectory)
+            if rejected[:cut] != prompt or cut >= len(rejected):
+                continue  # another opening (harness, few-shot) or no reply at all: not a comparable pair
+            task = tasks[task_id]
+            pairs.append(PreferencePair(
+                task_id=task_id, environment=task.environment, difficulty=task.difficulty, prompt=prompt,
+                chosen=row.messages[row.prompt_length:],
+                rejected=[{"role": m["role"], "content": m["content"]} for m in rejected[cut:]],
+                chosen_episode_id=row.episode_id, rejected_episode_id=episode.id,
+            ))
+    return pairs
+
+
+def _dedupe(rows: list[TrainingRow], dropped: dict[str, int]) -> list[TrainingRow]:
+    """Same task and same trajectory text count once; a native row beats a repaired one."""
+    kept: dict[tuple[str, str], TrainingRow] = {}
+    for row in sorted(rows, key=lambda r: r.repaired):
+        key = (row.task_id, _text_key(row.messages))
+        if key in kept:
+            dropped["duplicate"] += 1
+            continue
+        kept[key] = row
+    order = {id(row): i for i, row in enumerate(rows)}
+    return sorted(kept.values(), key=lambda r: order[id(r)])
+
+
+def _balance(rows: list[TrainingRow], cap: int, dropped: dict[str, int]) -> list[TrainingRow]:
+    """At most ``cap`` rows per environment x difficulty; which ones is deterministic (hash order), not recency."""
+    cells: dict[tuple[str, int], list[TrainingRow]] = defaultdict(list)
+    for row in rows:
+        cells[(row.environment, row.difficulty)].append(row)
+    kept: list[TrainingRow] = []
+    for key in sorted(cells):
+        cell = sorted(cells[key], key=lambda r: (r.repaired, hashlib.sha256(r.episode_id.encode()).hexdigest()))
+        kept += cell[:cap]
+        if len(cell) > cap:
+            dropped["over_cell_cap"] += len(cell) - cap
+    return kept
+
+
+def _text_key(messages: list[dict[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+
+
+# the leak check and the digest
+
+
+def check_no_leak(dataset: DistillationSet) -> None:
+    """Raise HeldoutLeak if any user or system text of any row or pair is a held-out prompt."""
+    for item in [*dataset.rows, *dataset.pairs]:
+        messages = item.messages if isinstance(item, TrainingRow) else [*item.prompt, *item.chosen, *item.rejected]
+        for message in messages:
+            if message["role"] in ("user", "system") and is_heldout(item.environment, message["content"]):
+                dataset.leak_check = f"FAILED: task {item.task_id} ({item.environment})"
+                raise HeldoutLeak(
+                    f"held-out prompt of {item.environment} would reach training (task {item.task_id}): "
+                    "the dataset was refused; check the harness few-shot examples and task sources"
+                )
+    dataset.leak_check = f"passed: {len(dataset.rows)} rows and {len(dataset.pairs)} pairs checked"
+
+
+def dataset_digest(dataset: DistillationSet) -> str:
+    """sha256 over canonical rows and pairs; ids and order do not matter, content does."""
+    canon_rows = sorted(
+        json.dumps({"m": r.messages, "t": r.train_turns, "w": r.weight}, sort_keys=True) for r in dataset.rows
+    )
+    canon_pairs = sorted(
+        json.dumps({"p": p.prompt, "c": p.chosen, "r": p.rejected}, sort_keys=True) for p in dataset.pairs
+    )
+    return hashlib.sha256(json.dumps([canon_rows, canon_pairs]).encode()).hexdigest()
+
+
+# tokenization with assistant-only loss
+
+
+def tokenize_row(tokenizer: Any, messages: list[dict[str, str]], train_turns: list[int]) -> tuple[list[int], list[int]]:
+    """input_ids and labels (-100 outside the trained assistant turns) through the tokenizer's chat template.
+
+    Each trained turn's loss covers its content and the end-of-turn token, so the model learns to stop; the
+    ``<|im_start|>assistant`` header and everything the model was given are masked. Character offsets map the
+    spans onto tokens, so the ids equal a plain tokenization of the rendered conversation.
+    """
+    spans: list[tuple[int, int]] = []
+    previous = ""
+    for index in range(len(messages)):
+        text = tokenizer.apply_chat_template(messages[: index + 1], tokenize=False)
+        if not text.startswith(previous):
+            raise ValueError("the chat template does not render conversations prefix by prefix; cannot mask turns")
+        if index in train_turns:
+            content = messages[index]["content"]
+            start = text.find(content, len(previous)) if content else -1
+            if start < 0:
+                raise ValueError(f"turn {index} content not found in its rendering")
+            end = start + len(content)
+            eos = tokenizer.eos_token or ""
+            if eos and text.startswith(eos, end):
+                end += len(eos)
+            spans.append((start, end))
+        previous = text
+    encoded = tokenizer(previous, add_special_tokens=False, return_offsets_mapping=True)
+    ids: list[int] = list(encoded["input_ids"])
+    labels = [-100] * len(ids)
+    for position, (start, end) in enumerate(encoded["offset_mapping"]):
+        if end > start and any(s <= start and end <= e for s, e in spans):
+            labels[position] = ids[position]
+    return ids, labels

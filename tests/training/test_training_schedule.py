@@ -1,0 +1,53 @@
+"""Scheduling distillation: enough new verified episodes since the champion, deduped by dataset digest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from training_helpers import add_episode, add_task
+
+from lamarck.platform.container import Container
+from lamarck.platform.events import EventBus
+from lamarck.platform.settings import Settings, TrainingSettings
+from lamarck.platform.storage.database import Database
+from lamarck.training import registry
+from lamarck.training.dataset_io import dataset_dir
+from lamarck.training.pipeline import maybe_schedule_distillation
+
+
+def test_schedules_once_enough_new_episodes_exist_and_never_the_same_data_twice(
+    tmp_path: Path, sqlite_db: Database
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url,
+                        training=TrainingSettings(min_new_episodes=3))
+    container = Container(settings)
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    def send(name: str, kwargs: dict[str, Any]) -> None:
+        sent.append((name, kwargs))
+
+    try:
+        task, prompt = add_task(sqlite_db, seed=300)
+        add_episode(sqlite_db, task, prompt)
+        first = maybe_schedule_distillation(container, send)
+        assert not first.scheduled and "1 new verified episodes < 3" in first.reason
+        for seed in (301, 302):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        bus = EventBus(sqlite_db)
+        second = maybe_schedule_distillation(container, send, bus=bus)
+        assert second.scheduled and second.dataset_digest is not None
+        assert sent == [("lamarck.train.distill", {"parent_version": "smollm2-135m",
+                                                   "dataset_digest": second.dataset_digest})]
+        assert (dataset_dir(settings.data_dir, second.dataset_digest) / "rows.parquet").is_file()
+        assert [e.type for e in bus.replay()] == ["training.scheduled"]
+        with sqlite_db.session() as session:  # the job ran and made a candidate from this digest
+            registry.ensure_base_registered(session)
+            registry.register_candidate(session, version_id=registry.candidate_id("smollm2-135m", second.dataset_digest),
+                                        base="smollm2-135m", adapter_path=None, parent_id="smollm2-135m",
+                                        dataset_digest=second.dataset_digest, training_metrics={})
+        third = maybe_schedule_distillation(container, send)
+        assert not third.scheduled and "already trained" in third.reason and len(sent) == 1
+    finally:
+        container.close()
