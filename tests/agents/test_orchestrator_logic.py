@@ -120,3 +120,28 @@ def test_bad_configs_change_nothing(sqlite_db: Database, tmp_path: Path) -> None
             orchestrator.resume("0" * 32)
     with sqlite_db.session() as session:
         assert session.scalar(select(func.count()).select_from(Run)) == 0
+
+
+def test_a_run_that_follows_the_champion_switches_versions_between_generations(
+    sqlite_db: Database, tmp_path: Path
+) -> None:
+    class Promoter(Recorder):
+        """Promotes a distilled version as soon as the first generation is recorded."""
+
+        def on_node(self, node: str, generation: int, finished: bool) -> None:
+            if node == "record" and generation == 0 and finished:
+                with sqlite_db.session() as session:
+                    repo.register_model_version(session, version_id="child", base="smollm2-135m", parent_id=None)
+                    repo.set_model_status(session, version_id="child", status="promoted")
+
+    with sqlite_db.session() as session:
+        repo.register_model_version(session, version_id="smollm2-135m", base="smollm2-135m", status="promoted")
+    with scripted_orchestrator(sqlite_db, tmp_path, listener=Promoter()) as orchestrator:
+        run_id = orchestrator.start(small_config(follow_champion=True))
+        assert orchestrator.run(run_id).status == "finished"
+    with sqlite_db.session() as session:
+        by_generation = {
+            (e.generation, e.model_version)
+            for e in session.scalars(select(Episode).where(Episode.run_id == run_id, Episode.repaired_from_id.is_(None)))
+        }
+    assert by_generation == {(0, "smollm2-135m"), (1, "child")}

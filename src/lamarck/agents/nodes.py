@@ -133,16 +133,17 @@ class LoopNodes:
         stored = self._episode_ids_by_key(keys)
         if len(stored) == len(keys):
             return {"episode_ids": [stored[key] for key in keys]}
+        model_version = self._model_version()
         out = self.a.executor.run(ExecutorInput(
             tasks=tasks,
-            model_version=cfg.model_version,
+            model_version=model_version,
             harnesses=self.a.harnesses,
             samples_per_task=cfg.samples_per_task,
             seed=derived_seed(cfg.seed, generation, "execute"),
             run_id=run_id,
         ))
         ids = record_attempts(self.a.db, out.attempts, task_ids=[item["task_id"] for item in items],
-                              model_version=cfg.model_version, run_id=run_id, generation=generation, key_prefix=prefix)
+                              model_version=model_version, run_id=run_id, generation=generation, key_prefix=prefix)
         for attempt, episode_id in zip(out.attempts, ids):
             if f"{prefix}:t{attempt.task_index}:s{attempt.sample_index}" in stored:
                 continue
@@ -154,6 +155,15 @@ class LoopNodes:
                        failure_reason=attempt.failure_reason, steps=attempt.steps, skills_used=attempt.skills_used,
                        tokens=attempt.prompt_tokens + attempt.completion_tokens)
         return {"episode_ids": ids, "agent_seconds": {"execute": out.wall_seconds}}
+
+    def _model_version(self) -> str:
+        """The run's model, or the current champion when the run follows promotions (distillation's hand-off)."""
+        cfg = self.a.config
+        if not cfg.follow_champion:
+            return cfg.model_version
+        with self.a.db.session() as session:
+            champion = repo.promoted_model_version(session)
+        return champion.id if champion is not None else cfg.model_version
 
     @timed("critique")
     def critique(self, state: RunState) -> dict[str, Any]:

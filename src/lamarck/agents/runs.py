@@ -50,6 +50,7 @@ class RunConfig(BaseModel):
     batch_size: int = Field(16, ge=1, le=4096)
     samples_per_task: int | None = Field(None, ge=1, le=64)  # None: the harness's setting
     model_version: str = DEFAULT_MODEL_VERSION
+    follow_champion: bool = False  # each generation uses the version promoted at its start (falls back to model_version)
     harnesses: dict[str, str] = Field(default_factory=dict)  # environment -> harness version id; default harness otherwise
     seed: int = 0
     budget: Budget = Field(default_factory=Budget)

@@ -77,7 +77,8 @@ def evolve(
                 version = champion.id if champion is not None else DEFAULT_MODEL_VERSION
             config = parse_config({
                 "environments": env, "generations": generations, "batch_size": batch, "samples_per_task": samples,
-                "seed": seed, "model_version": version, "harnesses": harnesses, "llm_share": llm_share,
+                "seed": seed, "model_version": version, "follow_champion": model is None, "harnesses": harnesses,
+                "llm_share": llm_share,
                 "budget": {"max_tokens": max_tokens, "max_seconds": max_seconds, "max_cost_usd": max_cost},
                 "judge": judge, "repair": repair, "induce_skills": induce, "concurrency": concurrency,
             })
