@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -136,3 +136,18 @@ def _verify(env: Environment, task: TaskSpec, answer: str | None, failure: str |
 
 def _key(task: TaskSpec, index: int) -> str:
     return task.source_id or f"{index}:{task.fingerprint[:16]}"
+
+
+def gate_evaluator(
+    gateway: LLMGateway, environments: dict[str, Environment]
+) -> Callable[[str, str, Sequence[TaskSpec]], list[bool]]:
+    """The distillation gate's evaluator: pass/fail per held-out task, in order, under the default harness."""
+
+    def evaluator(model_version: str, environment: str, tasks: Sequence[TaskSpec]) -> list[bool]:
+        env = environments[environment]
+        result = evaluate(gateway, env, tasks, model_version, default_harness_for(env))
+        if len(result.per_task) != len(tasks):
+            raise ValueError(f"{environment}: held-out tasks must have distinct ids to be compared one by one")
+        return [share >= 0.5 for share in result.per_task.values()]
+
+    return evaluator
