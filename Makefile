@@ -34,8 +34,7 @@ run: setup
 	$(VENV)/bin/lamarck init
 	$(VENV)/bin/lamarck models import-default
 	$(VENV)/bin/lamarck evolve --env arithmetic --generations 2 --batch 4 --samples 1
-	@echo "next: $(VENV)/bin/lamarck runs list · runs show RUN_ID · runs events RUN_ID · curriculum profile"
-	@echo "      $(VENV)/bin/lamarck eval --env arithmetic --per-level 1   (held-out score of the champion)"
+	@echo "(the lamarck command is $(VENV)/bin/lamarck; see README.md for the rest)"
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -53,7 +53,13 @@ def load_model(path: Path | None = None) -> SentenceTransformer:
             from sentence_transformers import SentenceTransformer
 
             log.info("loading embedding model from %s", resolved)
-            model = SentenceTransformer(str(resolved), device="cpu", local_files_only=True)
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # a local load takes a fraction of a second
+            try:
+                model = SentenceTransformer(str(resolved), device="cpu", local_files_only=True)
+            finally:
+                transformers_logging.enable_progress_bar()
             model.eval()
             _models[resolved] = model
         return model

@@ -84,9 +84,14 @@ class LocalEngine:
 
         with _offline():
             from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers.utils import logging as transformers_logging
 
             tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
-            model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
+            transformers_logging.disable_progress_bar()  # a plain-weights load takes under a second
+            try:
+                model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
+            finally:
+                transformers_logging.enable_progress_bar()
         model.eval()
         runner = LlamaRunner(model)
         return tokenizer, runner, model.config
