@@ -138,10 +138,11 @@ class LlamaRunner:
 
     def threads_for(self, rows: int) -> int:
         """One thread for small forwards, and for all while other processes keep the CPUs busy (the 1-minute load
-        average minus what this engine itself adds exceeds a quarter core)."""
+        average minus this engine's own full thread count exceeds a quarter core). Counting the engine at its full
+        count, not the count it last ran with, keeps a quiet machine from locking the engine into one thread."""
         if rows < self.single_thread_rows or self.threads == 1:
             return 1
-        others = os.getloadavg()[0] - torch.get_num_threads()
+        others = os.getloadavg()[0] - self.threads
         return 1 if others > 0.25 else self.threads
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
