@@ -66,7 +66,19 @@ def test_deterministic_under_a_seed_and_replays_failures():
     assert 1 <= len(replays) <= 3
     assert len({s.replay_task.source_id for s in replays}) == len(replays)
     assert all(s.reason.startswith("replay:") and s.environment == "arithmetic" for s in replays)
+    for passed in (True, True, False):
+        profile.record("arithmetic", 1, passed)
     assert selector.select(profile, 20, seed=43) != selector.select(profile, 20, seed=42)
+
+
+def test_an_untried_environment_starts_at_its_lowest_level():
+    selector = FrontierSelector({"arithmetic": LADDER, "string_ops": LADDER})
+    profile = CapabilityProfile()
+    profile.record("string_ops", 3, True)
+    slots = selector.select(profile, 30, seed=1)
+    cold = [s for s in slots if s.environment == "arithmetic"]
+    assert cold and all(s.difficulty == min(LADDER) and s.reason.startswith("cold start") for s in cold)
+    assert {s.environment for s in slots} == {"arithmetic"}
 
 
 def test_from_environments_skips_eval_only():

@@ -85,6 +85,11 @@ class FrontierSelector:
         return slots
 
     def _thompson_slot(self, profile: Posteriors, rng: random.Random) -> FrontierSlot:
+        untried = [name for name, ladder in self.ladders.items() if not any(profile.attempts(name, d) for d in ladder)]
+        if untried:
+            # A flat prior would spread the first batch over every level, most of them hopeless; start at the bottom.
+            name = untried[rng.randrange(len(untried))]
+            return FrontierSlot(environment=name, difficulty=self.ladders[name][0], reason="cold start: lowest level")
         best: list[tuple[str, int, float]] = []
         best_distance = float("inf")
         for name, ladder in self.ladders.items():
