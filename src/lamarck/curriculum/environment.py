@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from lamarck.platform.storage.fingerprints import normalise_prompt, prompt_fingerprint  # noqa: F401 (re-export)
 
 
 class TaskSpec(BaseModel):
@@ -87,18 +88,6 @@ def check_difficulty(env_name: str, difficulties: Sequence[int], difficulty: int
 def check_task(env_name: str, task: TaskSpec) -> None:
     if task.environment != env_name:
         raise ValueError(f"{env_name}: cannot verify a task of environment {task.environment!r}")
-
-
-_SPACE = re.compile(r"\s+")
-
-
-def normalise_prompt(prompt: str) -> str:
-    return _SPACE.sub(" ", prompt).strip().casefold()
-
-
-def prompt_fingerprint(prompt: str) -> str:
-    """sha256 of the normalised prompt (64 hex chars, fits ``Task.fingerprint``)."""
-    return hashlib.sha256(normalise_prompt(prompt).encode("utf-8")).hexdigest()
 
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)

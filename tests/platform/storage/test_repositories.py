@@ -142,3 +142,12 @@ def test_failed_unit_of_work_changes_nothing(db: Database) -> None:
         from lamarck.platform.storage.records import Task
 
         assert session.scalar(select(func.count(Task.id))) == 0
+
+
+def test_stored_tasks_share_the_curriculum_fingerprint(db: Database) -> None:
+    from lamarck.curriculum.environment import TaskSpec
+
+    spec = TaskSpec(environment="arithmetic", difficulty=1, prompt="  What is\n2 + 2?  ")
+    with db.session() as session:
+        stored = repo.add_task(session, environment="arithmetic", difficulty=1, prompt="what is 2 + 2?")
+        assert stored.fingerprint == spec.fingerprint

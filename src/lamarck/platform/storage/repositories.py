@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from lamarck.platform.storage.fingerprints import prompt_fingerprint
 from lamarck.platform.storage.records import (
     Episode,
     Evaluation,
@@ -30,11 +30,6 @@ MODEL_STATUSES = ("candidate", "promoted", "retired")
 
 class NotFound(LookupError):
     """A record asked for by id does not exist."""
-
-
-def task_fingerprint(environment: str, prompt: str) -> str:
-    normalised = " ".join(prompt.lower().split())
-    return hashlib.sha256(f"{environment}\n{normalised}".encode()).hexdigest()
 
 
 # runs
@@ -92,7 +87,7 @@ def add_task(
         source=source,
         run_id=run_id,
         generation=generation,
-        fingerprint=task_fingerprint(environment, prompt),
+        fingerprint=prompt_fingerprint(prompt),
     )
     if task_id is not None:
         task.id = task_id
