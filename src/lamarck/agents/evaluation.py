@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from lamarck.agents.executor import Executor, ExecutorInput
+from lamarck.agents.executor import MODEL_CALL_FAILED, Executor, ExecutorInput
 from lamarck.agents.harness import DEFAULT_ANSWER_FORMATS, HarnessSpec, default_harness
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec
 from lamarck.curriculum.heldout import heldout_set, set_name
@@ -25,6 +25,10 @@ from lamarck.platform.storage.database import Database
 log = logging.getLogger(__name__)
 
 EVAL_SEED = 0
+
+
+class EvaluationError(RuntimeError):
+    """The model could not be evaluated (not: it answered wrongly); a score would be meaningless."""
 
 
 class EvaluationResult(BaseModel):
@@ -88,6 +92,10 @@ def evaluate(
         tasks=list(tasks), model_version=model_version, harnesses={env.name: greedy}, samples_per_task=samples,
         seed=seed,
     ))
+    broken = [a.failure_reason for a in out.attempts if (a.failure_reason or "").startswith(MODEL_CALL_FAILED)]
+    if broken:
+        raise EvaluationError(f"{len(broken)} of {len(out.attempts)} attempts could not reach {model_version}: "
+                              f"{broken[0]}")
     passes: dict[int, list[bool]] = {}
     for attempt in out.attempts:
         reward = _verify(env, tasks[attempt.task_index], attempt.answer, attempt.failure_reason)
@@ -139,15 +147,31 @@ def _key(task: TaskSpec, index: int) -> str:
 
 
 def gate_evaluator(
-    gateway: LLMGateway, environments: dict[str, Environment]
+    gateway: LLMGateway, environments: dict[str, Environment], db: Database | None = None
 ) -> Callable[[str, str, Sequence[TaskSpec]], list[bool]]:
-    """The distillation gate's evaluator: pass/fail per held-out task, in order, under the default harness."""
+    """The distillation gate's evaluator: pass/fail per held-out task, in order, under the default harness.
+
+    With ``db``, every evaluation is stored and an earlier one of the same model, harness and tasks is reused:
+    greedy output does not depend on batching, so the champion is evaluated once, not once per candidate.
+    """
 
     def evaluator(model_version: str, environment: str, tasks: Sequence[TaskSpec]) -> list[bool]:
         env = environments[environment]
-        result = evaluate(gateway, env, tasks, model_version, default_harness_for(env))
-        if len(result.per_task) != len(tasks):
+        harness = default_harness_for(env)
+        eval_set = f"{set_name(env.name)}/gate@{tasks_digest(tasks)[:12]}"
+        per_task: dict[str, float] | None = None
+        if db is not None:
+            with db.session() as session:
+                found = repo.find_evaluation(session, model_version=model_version, harness_version=harness.version_id,
+                                             eval_set=eval_set)
+                per_task = dict(found.per_task) if found is not None else None
+        if per_task is None:
+            result = evaluate(gateway, env, tasks, model_version, harness, eval_set=eval_set)
+            if db is not None:
+                store_evaluation(db, result)
+            per_task = result.per_task
+        if len(per_task) != len(tasks):
             raise ValueError(f"{environment}: held-out tasks must have distinct ids to be compared one by one")
-        return [share >= 0.5 for share in result.per_task.values()]
+        return [per_task[_key(task, index)] >= 0.5 for index, task in enumerate(tasks)]
 
     return evaluator

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 __all__ = ["Attempt", "Executor", "ExecutorInput", "ExecutorOutput", "render_for_model"]
 
 STOP_SEQUENCES = ["RESULT:", "<|im_end|>"]
+MODEL_CALL_FAILED = "model call failed"  # an attempt's failure reason when the gateway gave up (not the model's fault)
 
 
 class ExecutorInput(BaseModel):
@@ -199,8 +200,9 @@ class Executor:
             rollout.attempt.prompt_tokens += tokens[0] // max(1, len(group))
             rollout.attempt.completion_tokens += tokens[1] // max(1, len(group))
             self._advance(rollout, reply)
+        short = "the model returned fewer samples than asked for"
         for rollout in group[len(replies) :]:
-            self._fail(rollout, "the model returned fewer samples than asked for")
+            self._fail(rollout, lead.attempt.failure_reason if not replies and lead.attempt.failure_reason else short)
         return seconds
 
     def _next_step(self, rollout: _Rollout, request: ExecutorInput) -> float:
@@ -229,7 +231,7 @@ class Executor:
         try:
             result = self.gateway.complete("executor", render_for_model(rollout.attempt.trajectory), **params)
         except GatewayError as exc:
-            self._fail(rollout, f"model call failed: {exc}")
+            self._fail(rollout, f"{MODEL_CALL_FAILED}: {exc}")
             return [], 0.0, (0, 0)
         return result.choices, result.latency_s, (result.prompt_tokens, result.completion_tokens)
 

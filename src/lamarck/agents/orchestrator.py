@@ -12,7 +12,7 @@ status; ``resume`` does the same for a run that was stopped, failed or killed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,9 +123,14 @@ class RunOutcome:
 
 
 class Orchestrator:
-    def __init__(self, services: Services, *, listener: LoopListener | None = None) -> None:
+    """Drives runs. ``between_generations`` hooks run after each generation is recorded, outside the graph
+    (distillation's scheduling and gate); the checkpoint is already written, so a hook that dies loses nothing."""
+
+    def __init__(self, services: Services, *, listener: LoopListener | None = None,
+                 between_generations: list[Callable[[str], None]] | None = None) -> None:
         self.services = services
         self.listener = listener
+        self.between_generations = list(between_generations or [])
 
     # starting and driving
 
@@ -170,6 +175,9 @@ class Orchestrator:
                     if any(node in GATED for node in chunk) and stop_requested(db, run_id):
                         stopped = True
                         break
+                    if "record" in chunk:
+                        for hook in self.between_generations:
+                            hook(run_id)
             except KeyboardInterrupt:
                 self._mark(run_id, "stopped", "run_stopped", reason="interrupted")
                 raise

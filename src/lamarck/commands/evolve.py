@@ -13,13 +13,13 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from lamarck.commands.common import UserError, console, container_from_settings, run_guarded
 
 if TYPE_CHECKING:
+    from lamarck.agents.distillation import Distillation
     from lamarck.agents.orchestrator import RunOutcome
     from lamarck.agents.summary import GenerationSummary
     from lamarck.platform.container import Container
@@ -54,10 +54,19 @@ def evolve(
     induce: Annotated[bool, typer.Option(help="Induce skills from verified successes.")] = True,
     concurrency: Annotated[int | None, typer.Option(help="Executor threads (default: engine batch size).")] = None,
     name: Annotated[str, typer.Option(help="A name for the run.")] = "",
+    distill: Annotated[bool | None, typer.Option(
+        help="Queue distillation between generations and gate its candidates (default: training.schedule).")] = None,
+    wait_training: Annotated[bool, typer.Option(
+        help="At the end, wait for queued training and gate its candidate (Ctrl-C leaves it queued).")] = True,
 ) -> None:
-    """Start an evolution run: propose -> execute -> critique -> record, generation after generation."""
+    """Start an evolution run: propose -> execute -> critique -> record, generation after generation.
+
+    Between generations, enough new verified episodes queue a training job (an embedded worker runs it in
+    embedded mode); its candidate is gated on held-out sets and, if promoted, the run follows it.
+    """
 
     def body() -> None:
+        from lamarck.agents.distillation import open_distillation
         from lamarck.agents.orchestrator import Orchestrator, open_services
         from lamarck.agents.runs import RunError, parse_config, validate_config
         from lamarck.platform.settings import DEFAULT_MODEL_VERSION
@@ -83,17 +92,36 @@ def evolve(
                 "judge": judge, "repair": repair, "induce_skills": induce, "concurrency": concurrency,
             })
             validate_config(config, container.db, container.gateway)  # before the memory is opened or a run written
-            with open_services(container) as services:
-                orchestrator = Orchestrator(services)
+            scheduling = container.settings.training.schedule if distill is None else distill
+            with open_services(container) as services, open_distillation(container, services.bus, scheduling) as driver:
+                orchestrator = Orchestrator(services, between_generations=[driver.between_generations] if driver else [])
                 run_id = orchestrator.start(config, name=name)
                 console.print(f"run [bold]{run_id}[/] · {', '.join(config.environments)} · "
                               f"{config.generations} generations × {config.batch_size} tasks · model {version}")
                 with LiveProgress(config.generations) as progress:
                     orchestrator.listener = progress
+                    if driver is not None:
+                        driver.notify = progress.note
                     outcome = orchestrator.run(run_id)
+                if driver is not None and wait_training:
+                    finish_training(driver)
         _print_outcome(outcome)
 
     _guarded(body)
+
+
+def finish_training(driver: Distillation) -> None:
+    """Wait for the run's queued training and gate its candidate; Ctrl-C leaves the job queued for a later worker."""
+    driver.notify = lambda message: console.print(message, highlight=False)
+    if not driver.in_flight():
+        driver.gate_pending()
+        return
+    try:
+        with console.status("waiting for training (Ctrl-C leaves it queued)") as status:
+            driver.drain(on_wait=lambda jobs: status.update(f"waiting for training: {', '.join(jobs)} "
+                                                            "(Ctrl-C leaves it queued)"))
+    except KeyboardInterrupt:
+        console.print("left the training job queued: `lamarck worker --queues train` or the next run picks it up")
 
 
 class LiveProgress:
@@ -111,6 +139,9 @@ class LiveProgress:
 
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
+
+    def note(self, message: str) -> None:
+        self.progress.console.print(message, highlight=False)
 
     def on_node(self, node: str, generation: int, finished: bool) -> None:
         if not finished:
@@ -204,10 +235,15 @@ def runs_show(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> N
 
 
 @runs_app.command("resume")
-def runs_resume(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None:
+def runs_resume(
+    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    distill: Annotated[bool | None, typer.Option(help="Queue distillation and gate candidates between generations.")] = None,
+    wait_training: Annotated[bool, typer.Option(help="At the end, wait for queued training and gate it.")] = True,
+) -> None:
     """Continue a stopped, failed or killed run from its last checkpoint."""
 
     def body() -> None:
+        from lamarck.agents.distillation import open_distillation
         from lamarck.agents.orchestrator import Orchestrator, open_services
         from lamarck.agents.runs import check_resumable, load_config
 
@@ -215,8 +251,15 @@ def runs_resume(run_id: Annotated[str, typer.Argument(help="The run's id.")]) ->
             with container.db.session() as session:
                 run = check_resumable(session, run_id)
                 config, done = load_config(run), run.generations_done
-            with open_services(container) as services, LiveProgress(config.generations, done) as progress:
-                outcome = Orchestrator(services, listener=progress).resume(run_id)
+            scheduling = container.settings.training.schedule if distill is None else distill
+            with open_services(container) as services, open_distillation(container, services.bus, scheduling) as driver:
+                hooks = [driver.between_generations] if driver is not None else []
+                with LiveProgress(config.generations, done) as progress:
+                    if driver is not None:
+                        driver.notify = progress.note
+                    outcome = Orchestrator(services, listener=progress, between_generations=hooks).resume(run_id)
+                if driver is not None and wait_training:
+                    finish_training(driver)
         _print_outcome(outcome)
 
     _guarded(body)

@@ -122,6 +122,7 @@ class WorkerSettings(BaseModel):
     retry_backoff_seconds: float = Field(30.0, ge=0.0)  # first retry delay, doubled per attempt
     retry_backoff_max_seconds: float = Field(1800.0, ge=0.0)
     embedded_autostart: bool = True
+    torch_threads: int | None = Field(None, ge=1)  # per worker process; None: half the cores in embedded mode
     broker_key_prefix: str = ""  # namespaces broker keys when deployments (or test runs) share one Redis
 
 
@@ -149,6 +150,8 @@ class TrainingSettings(BaseModel):
     gate_per_level: int = Field(5, ge=1, le=50)  # held-out tasks per difficulty level for the gate
     gate_alpha: float = Field(0.05, gt=0.0, lt=1.0)  # significance of the improvement on trained environments
     gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # allowed pass-rate drop on the other environments
+    gate_environments: list[str] | None = None  # held-out sets the gate also checks (None: every training env)
+    schedule: bool = True  # runs queue distillation jobs and gate their candidates between generations
 
 
 class Settings(BaseSettings):

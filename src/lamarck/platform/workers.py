@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import kombu.pools
 from celery import Celery
 from kombu import Exchange, Queue
 
@@ -93,6 +94,7 @@ def _drop_connections(app: Celery) -> None:
     amqp = app.__dict__.get("amqp")
     if amqp is not None:
         amqp._producer_pool = None
+    kombu.pools.reset()  # kombu caches producer pools per connection URL; the closed ones must not be handed out again
 
 
 def _transport_options(settings: Settings) -> dict[str, object]:
@@ -213,6 +215,16 @@ def lease(settings: Settings, key: str) -> Iterator[threading.Event]:
         held.release()
 
 
+def worker_torch_threads(settings: Settings) -> int | None:
+    """Threads per worker process for torch: an embedded worker shares the machine with the serving engine, so it
+    takes half the cores (oversubscribed OpenMP threads stall each other); a dedicated worker host takes all."""
+    if settings.workers.torch_threads is not None:
+        return settings.workers.torch_threads
+    if settings.mode == "embedded":
+        return max(1, (os.cpu_count() or 2) // 2)
+    return None
+
+
 # the embedded worker
 
 
@@ -233,6 +245,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     if settings.broker_url:
         env["LAMARCK_BROKER_URL"] = settings.broker_url
     env["LAMARCK_WORKERS"] = settings.workers.model_dump_json()
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # sharing cores with the serving engine: sleep at barriers, never spin
     env["LAMARCK_TRAINING"] = settings.training.model_dump_json()
     return env
 

@@ -35,6 +35,7 @@ class ScheduleResult(BaseModel):
     parent_version: str
     new_episodes: int
     dataset_digest: str | None = None
+    job: str | None = None  # the job key when scheduled (see ``distill_job_key``)
 
 
 class CandidateResult(BaseModel):
@@ -43,6 +44,11 @@ class CandidateResult(BaseModel):
     dataset_digest: str
     created: bool  # False when an earlier delivery of the same job had already made it
     metrics: dict[str, Any] = {}
+
+
+def distill_job_key(parent_version: str, dataset_digest: str) -> str:
+    """The lease and job-log key of one distillation job: one parent, one dataset."""
+    return f"train:{parent_version}:{dataset_digest[:16]}"
 
 
 def data_since(container: Container, parent_version: str) -> datetime | None:
@@ -95,7 +101,8 @@ def maybe_schedule_distillation(container: Container, send: Sender, *, bus: Even
         bus.publish("training.scheduled", {"parent_version": parent, "dataset_digest": dataset.digest,
                                            "rows": len(dataset.rows), "pairs": len(dataset.pairs)})
     return ScheduleResult(scheduled=True, reason=f"{len(dataset.rows)} rows from {new} new verified episodes",
-                          parent_version=parent, new_episodes=new, dataset_digest=dataset.digest)
+                          parent_version=parent, new_episodes=new, dataset_digest=dataset.digest,
+                          job=distill_job_key(parent, dataset.digest))
 
 
 def load_or_rebuild(container: Container, parent_version: str, digest: str) -> DistillationSet:

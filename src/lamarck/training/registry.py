@@ -138,6 +138,13 @@ def show(session: Session, *, version_id: str) -> VersionView:
     return VersionView.of(repo.get_model_version(session, version_id=version_id))
 
 
+def undecided_candidates(session: Session) -> list[VersionView]:
+    """Candidates the evaluation gate has not judged yet, oldest first."""
+    versions = repo.list_model_versions(session, status="candidate")
+    pending = [v for v in versions if "gate" not in (v.eval_scores or {})]
+    return [VersionView.of(v) for v in sorted(pending, key=lambda v: v.created_at)]
+
+
 def record_decision(session: Session, *, version_id: str, scores: dict[str, Any], reason: str) -> None:
     version = repo.get_model_version(session, version_id=version_id)
     version.eval_scores = {**(version.eval_scores or {}), **scores}

@@ -17,10 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Task
+from celery.signals import worker_process_init
 
 from lamarck.platform.container import Container
 from lamarck.platform.events import EventBus
-from lamarck.platform.workers import LeaseBusy, LeaseLost, app, lease, settings_of
+from lamarck.platform.workers import LeaseBusy, LeaseLost, app, lease, settings_of, worker_torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,16 @@ def container() -> Container:
     if pid not in _containers:
         _containers[pid] = Container(settings_of(app))
     return _containers[pid]
+
+
+@worker_process_init.connect
+def _limit_threads(**_: Any) -> None:
+    threads = worker_torch_threads(settings_of(app))
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+        log.info("worker process %d: torch uses %d thread(s)", os.getpid(), threads)
 
 
 def bus() -> EventBus:
@@ -96,10 +107,10 @@ def job_status(db: Any, key: str) -> dict[str, Any] | None:
 
 @app.task(name="lamarck.train.distill", bind=True, max_retries=None)
 def distill(self: Task, parent_version: str, dataset_digest: str, failures: int = 0) -> dict[str, Any]:
-    from lamarck.training.pipeline import train_candidate
+    from lamarck.training.pipeline import distill_job_key, train_candidate
 
     kwargs = {"parent_version": parent_version, "dataset_digest": dataset_digest, "failures": failures}
-    key = f"train:{parent_version}:{dataset_digest[:16]}"
+    key = distill_job_key(parent_version, dataset_digest)
     return guarded(self, key, kwargs, lambda _lost: train_candidate(
         container(), parent_version=parent_version, dataset_digest=dataset_digest, bus=bus()).model_dump(mode="json"))
 

@@ -417,6 +417,27 @@ def add_evaluation(
     return evaluation
 
 
+def find_evaluation(
+    session: Session, *, model_version: str, harness_version: str, eval_set: str, kind: str = "heldout"
+) -> Evaluation | None:
+    """The newest evaluation of exactly this model, harness and task set (greedy evaluations are deterministic)."""
+    return session.scalars(
+        select(Evaluation)
+        .where(Evaluation.model_version == model_version, Evaluation.harness_version == harness_version,
+               Evaluation.eval_set == eval_set, Evaluation.kind == kind)
+        .order_by(Evaluation.created_at.desc())
+        .limit(1)
+    ).first()
+
+
+def latest_job_event(session: Session, *, job: str) -> Event | None:
+    """The newest ``job.*`` event of one job key (the event bus is the job log)."""
+    for event in session.scalars(select(Event).where(Event.type.like("job.%")).order_by(Event.id.desc())):
+        if (event.payload or {}).get("job") == job:
+            return event
+    return None
+
+
 # LLM calls
 
 

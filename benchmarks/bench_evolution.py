@@ -1,0 +1,267 @@
+"""The proof: does the loop make the model better? Held-out success of the base model and of every promoted version.
+
+From the base SmolLM2-135M, the full loop runs on ``arithmetic`` for a fixed wall-clock budget, then on
+``python_functions``: the proposer sets frontier tasks, the executor attempts them, the critic verifies, skills are
+induced, and between generations distillation is queued to the embedded Celery worker (TRL LoRA SFT) and every
+candidate goes through the evaluation gate; the run follows each promotion. The budget includes all of it
+(rollouts, training, gates). Held-out scores come from the same fixed sets the gate uses (greedy, cached per
+model version). At the end, HumanEval pass@1 of the base model and of the final champion.
+
+Writes benchmarks/results/bench_evolution.json and bench_evolution.png, and prints a table.
+Run: .venv/bin/python benchmarks/bench_evolution.py [--minutes 60] [--python-minutes 20] [--humaneval-limit 164]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from lamarck.agents.distillation import open_distillation
+from lamarck.agents.evaluation import default_harness_for, evaluate, gate_evaluator, heldout_tasks
+from lamarck.agents.harness import save_harness
+from lamarck.agents.orchestrator import Orchestrator, open_services
+from lamarck.agents.runs import parse_config, request_stop
+from lamarck.curriculum.heldout import heldout_set
+from lamarck.curriculum.registry import get_environment
+from lamarck.platform.container import Container
+from lamarck.platform.settings import DEFAULT_MODEL_VERSION, Settings, TrainingSettings
+from lamarck.platform.storage import repositories as repo
+from lamarck.training import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+log = logging.getLogger("bench_evolution")
+
+
+def make_container(args: argparse.Namespace) -> Container:
+    work = Path(args.work).resolve()
+    if work.exists() and not args.keep:
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    training = TrainingSettings(
+        min_new_episodes=args.min_new, max_steps=args.steps, learning_rate=args.lr, batch_size=args.train_batch,
+        lora_rank=args.rank, lora_alpha=2 * args.rank, save_steps=max(5, args.steps // 3),
+        gate_per_level=args.per_level, gate_environments=args.gate_envs,
+    )
+    settings = Settings(data_dir=work, training=training)
+    container = Container(settings)
+    container.model_store.import_default(progress=True)
+    with container.db.session() as session:
+        repo.register_model_version(session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION,
+                                    status="promoted")
+    return container
+
+
+def heldout_score(container: Container, version: str, environment: str, per_level: int) -> float:
+    """Greedy held-out success; the gate's cached result when it already evaluated this version on this set."""
+    env = get_environment(environment, sandbox=container.sandbox)
+    tasks = heldout_set(environment, per_level=per_level, env=env)
+    passes = gate_evaluator(container.gateway, {environment: env}, container.db)(version, environment, tasks)
+    return sum(passes) / len(passes)
+
+
+def humaneval_pass1(container: Container, version: str, limit: int | None) -> dict[str, Any]:
+    env = get_environment("humaneval", sandbox=container.sandbox)
+    tasks, eval_set = heldout_tasks(env, limit=limit)
+    result = evaluate(container.gateway, env, tasks, version, default_harness_for(env), eval_set=eval_set)
+    return {"version": version, "pass_at_1": result.score, "n_tasks": result.n_tasks, "seconds": round(result.seconds, 1)}
+
+
+def champion(container: Container) -> str:
+    with container.db.session() as session:
+        return registry.champion(session)
+
+
+def run_phase(container: Container, environment: str, minutes: float, args: argparse.Namespace,
+              clock: float) -> dict[str, Any]:
+    """One evolution run on one environment until the wall-clock budget is spent; returns its timeline."""
+    started = time.monotonic()
+    deadline = started + minutes * 60
+    timeline: list[dict[str, Any]] = []
+
+    def note(message: str) -> None:
+        print(f"[{(time.monotonic() - clock) / 60:6.1f} min] {message}", flush=True)
+
+    with open_services(container) as services, open_distillation(container, services.bus, notify=note) as driver:
+        assert driver is not None
+
+        def after_generation(run_id: str) -> None:
+            with container.db.session() as session:
+                run = repo.get_run(session, run_id=run_id)
+                generations = run.summary.get("generations", {})
+                latest = generations[max(generations, key=int)] if generations else {}
+            attempts, successes = latest.get("attempts", 0), latest.get("successes", 0)
+            levels = sorted({cell["difficulty"] for cell in latest.get("cells", [])})
+            timeline.append({"minutes": round((time.monotonic() - clock) / 60, 2), "champion": champion(container),
+                             "generation": len(generations), "attempts": attempts, "successes": successes,
+                             "levels": levels})
+            note(f"generation {len(generations)}: {successes}/{attempts} attempts passed at levels {levels} · "
+                 f"champion {timeline[-1]['champion']}")
+            if time.monotonic() >= deadline:
+                request_stop(container.db, run_id)
+
+        root = default_harness_for(get_environment(environment))
+        harness = root.derive(sampling={"temperature": args.temperature})
+        with container.db.session() as session:
+            save_harness(session, root, status="promoted", rationale="the environment's default harness")
+            harness_id = save_harness(session, harness, parent_id=root.version_id,
+                                      rationale=f"bench_evolution: rollout temperature {args.temperature}")
+        config = parse_config({
+            "environments": [environment], "harnesses": {environment: harness_id},
+            "generations": 10_000, "batch_size": args.batch,
+            "samples_per_task": args.samples, "seed": args.seed, "model_version": champion(container),
+            "follow_champion": True, "llm_share": args.llm_share, "judge": args.judge, "repair": args.repair,
+            "induce_skills": True,
+        })
+        orchestrator = Orchestrator(services, between_generations=[driver.between_generations, after_generation])
+        run_id = orchestrator.start(config, name=f"bench-evolution-{environment}")
+        note(f"run {run_id} on {environment} for {minutes:g} min")
+        outcome = orchestrator.run(run_id)
+        in_flight = driver.in_flight()
+    return {"environment": environment, "run_id": run_id, "status": outcome.status,
+            "generations": outcome.generations_done, "wall_minutes": round((time.monotonic() - started) / 60, 2),
+            "timeline": timeline, "training_in_flight_at_deadline": in_flight}
+
+
+def promotions(container: Container) -> list[dict[str, Any]]:
+    """Every version that was ever promoted, in promotion order, with the gate's numbers."""
+    with container.db.session() as session:
+        versions = [registry.VersionView.of(v) for v in repo.list_model_versions(session)]
+    out = []
+    for version in versions:
+        gate = version.eval_scores.get("gate")
+        if version.id == DEFAULT_MODEL_VERSION or gate is None or "previous" not in version.eval_scores:
+            continue
+        out.append({"version": version.id, "parent": version.parent_id, "gate": gate,
+                    "p_value": version.eval_scores.get("gate_p_value"), "rows": version.training_metrics.get("rows"),
+                    "train_seconds": version.training_metrics.get("sft", {}).get("seconds"),
+                    "environments": version.training_metrics.get("environments")})
+    return out
+
+
+def candidates(container: Container) -> list[dict[str, Any]]:
+    with container.db.session() as session:
+        versions = [registry.VersionView.of(v) for v in repo.list_model_versions(session)]
+    return [{"version": v.id, "status": v.status, "reason": v.reason, "gate": v.eval_scores.get("gate"),
+             "rows": v.training_metrics.get("rows"), "sft": {k: v.training_metrics.get("sft", {}).get(k)
+                                                            for k in ("first_loss", "last_loss", "steps", "seconds")}}
+            for v in versions if v.id != DEFAULT_MODEL_VERSION]
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(report["curves"]), figsize=(6 * len(report["curves"]), 4), squeeze=False)
+    for axis, (environment, curve) in zip(axes[0], report["curves"].items(), strict=True):
+        xs = [point["minutes"] for point in curve]
+        ys = [100 * point["heldout"] for point in curve]
+        axis.step(xs, ys, where="post", marker="o")
+        for point in curve:
+            axis.annotate(point["version"].split("-ft-")[-1][:8], (point["minutes"], 100 * point["heldout"]),
+                          textcoords="offset points", xytext=(4, 4), fontsize=7)
+        axis.set_title(f"{environment}: held-out success of the champion")
+        axis.set_xlabel("wall-clock minutes (2-core CPU)")
+        axis.set_ylabel("held-out success (%)")
+        axis.set_ylim(0, 100)
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def curve_for(container: Container, environment: str, phase_timelines: list[dict[str, Any]],
+              per_level: int) -> list[dict[str, Any]]:
+    """(minutes, champion, held-out) at the start and at every change of champion."""
+    points: list[dict[str, Any]] = [{"minutes": 0.0, "version": DEFAULT_MODEL_VERSION}]
+    for phase in phase_timelines:
+        for entry in phase["timeline"]:
+            if entry["champion"] != points[-1]["version"]:
+                points.append({"minutes": entry["minutes"], "version": entry["champion"]})
+    for point in points:
+        point["heldout"] = heldout_score(container, point["version"], environment, per_level)
+    return points
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=60.0, help="wall-clock budget on arithmetic")
+    parser.add_argument("--python-minutes", type=float, default=20.0, help="then on python_functions (0: skip)")
+    parser.add_argument("--humaneval-limit", type=int, default=164, help="HumanEval tasks (0: skip)")
+    parser.add_argument("--per-level", type=int, default=5, help="held-out tasks per level (gate and curve)")
+    parser.add_argument("--gate-envs", nargs="*", default=["string_ops"], help="other environments the gate checks")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--samples", type=int, default=4)
+    parser.add_argument("--temperature", type=float, default=0.3, help="rollout sampling temperature")
+    parser.add_argument("--llm-share", type=float, default=0.0)
+    parser.add_argument("--judge", action="store_true")
+    parser.add_argument("--repair", action="store_true")
+    parser.add_argument("--min-new", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--train-batch", type=int, default=4)
+    parser.add_argument("--rank", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work", default=str(ROOT / ".bench-evolution"))
+    parser.add_argument("--keep", action="store_true", help="reuse the work directory (resume a partial bench)")
+    parser.add_argument("--out", default=str(RESULTS / "bench_evolution.json"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    container = make_container(args)
+    clock = time.monotonic()
+    base_arith = heldout_score(container, DEFAULT_MODEL_VERSION, "arithmetic", args.per_level)
+    print(f"base held-out arithmetic: {base_arith:.1%} ({(time.monotonic() - clock):.0f}s)", flush=True)
+    loop_clock = time.monotonic()
+    phases = [run_phase(container, "arithmetic", args.minutes, args, loop_clock)]
+    arith_curve = curve_for(container, "arithmetic", phases, args.per_level)
+    curves = {"arithmetic": arith_curve}
+    if args.python_minutes > 0:
+        py_start = champion(container)
+        python_phase = run_phase(container, "python_functions", args.python_minutes, args, loop_clock)
+        phases.append(python_phase)
+        py_curve = curve_for(container, "python_functions", [python_phase], args.per_level)
+        py_curve[0]["version"] = DEFAULT_MODEL_VERSION
+        py_curve[0]["heldout"] = heldout_score(container, DEFAULT_MODEL_VERSION, "python_functions", args.per_level)
+        if py_start != DEFAULT_MODEL_VERSION:
+            py_curve.insert(1, {"minutes": phases[0]["wall_minutes"], "version": py_start,
+                                "heldout": heldout_score(container, py_start, "python_functions", args.per_level)})
+        curves["python_functions"] = py_curve
+    final = champion(container)
+    humaneval = ({"base": humaneval_pass1(container, DEFAULT_MODEL_VERSION, args.humaneval_limit or None),
+                  "final": humaneval_pass1(container, final, args.humaneval_limit or None)}
+                 if args.humaneval_limit else {})
+    best_arith = max(point["heldout"] for point in arith_curve)
+    report = {
+        "benchmark": "bench_evolution",
+        "settings": {k: v for k, v in vars(args).items() if k not in ("work", "out")},
+        "base_model": DEFAULT_MODEL_VERSION, "final_model": final,
+        "curves": curves, "phases": phases, "promotions": promotions(container), "candidates": candidates(container),
+        "humaneval": humaneval,
+        "arithmetic_gain_points": round(100 * (arith_curve[-1]["heldout"] - arith_curve[0]["heldout"]), 1),
+        "arithmetic_best_gain_points": round(100 * (best_arith - arith_curve[0]["heldout"]), 1),
+        "target_gain_points": 20.0, "total_minutes": round((time.monotonic() - clock) / 60, 1),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    plot(report, out.with_suffix(".png"))
+
+    print(f"\n{'environment':<18}{'minutes':>9}  {'version':<40}{'held-out':>9}")
+    for environment, curve in curves.items():
+        for point in curve:
+            print(f"{environment:<18}{point['minutes']:>9.1f}  {point['version']:<40}{point['heldout']:>9.1%}")
+    for name, row in humaneval.items():
+        print(f"humaneval pass@1 {name:<6} {row['version']:<40}{row['pass_at_1']:>9.1%} ({row['n_tasks']} tasks)")
+    print(f"arithmetic gain: {report['arithmetic_gain_points']:+.1f} points (target +20) in "
+          f"{phases[0]['wall_minutes']:.0f} min · wrote {out} and {out.with_suffix('.png')}")
+
+
+if __name__ == "__main__":
+    main()

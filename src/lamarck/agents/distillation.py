@@ -1,0 +1,165 @@
+"""The run's side of distillation: queue train jobs, gate the candidates they produce, and hand over the champion.
+
+Between generations (never inside the graph) a run asks for two things:
+- ``gate_pending``: every candidate the gate has not judged is evaluated against the champion on the same held-out
+  tasks (the champion's greedy results are reused from earlier gates), and promoted only if the gate passes;
+- ``schedule``: when no job of this run is in flight and enough new verified episodes exist, one train job is queued.
+
+Training runs in a Celery worker, so rollouts go on with the current champion meanwhile; a run that follows the
+champion picks up a promotion at its next generation. The gate runs here, in the serving process, because it
+needs the engine that is already warm.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from lamarck.agents.evaluation import gate_evaluator
+from lamarck.curriculum.registry import get_environment, list_environments
+from lamarck.platform.container import Container
+from lamarck.platform.events import EventBus
+from lamarck.platform.storage import repositories as repo
+from lamarck.training import registry
+from lamarck.training.gate import GateDecision, run_gate
+from lamarck.training.pipeline import ScheduleResult, Sender, maybe_schedule_distillation
+
+log = logging.getLogger(__name__)
+
+TERMINAL_JOB_EVENTS = ("job.succeeded", "job.failed")
+
+
+@dataclass
+class Distillation:
+    container: Container
+    send: Sender
+    bus: EventBus
+    notify: Callable[[str], None] = lambda message: None
+    jobs: list[str] = field(default_factory=list)  # job keys this run queued, oldest first
+    failed: set[str] = field(default_factory=set)
+
+    def between_generations(self, run_id: str) -> None:
+        """Gate, then schedule; a failure here is reported and the run goes on with the current champion."""
+        for step in (self.gate_pending, self.schedule):
+            try:
+                step()
+            except Exception as exc:
+                message = one_line(exc)
+                log.exception("distillation step %s failed", step.__name__)
+                self.bus.publish("distillation.error", {"step": step.__name__, "error": message}, run_id=run_id)
+                self.notify(f"distillation {step.__name__} failed: {message}")
+
+    # scheduling
+
+    def schedule(self) -> ScheduleResult | None:
+        """Queue one train job if none of ours is in flight and enough new data exists; None while one runs."""
+        if self.in_flight():
+            return None
+        result = maybe_schedule_distillation(self.container, self.send, bus=self.bus)
+        if result.scheduled and result.job is not None:
+            if result.job in self.failed:
+                return result  # queued again on purpose by someone else's data; do not track a known failure
+            self.jobs.append(result.job)
+            self.notify(f"distillation queued from {result.parent_version}: {result.reason}")
+        return result
+
+    def in_flight(self) -> list[str]:
+        """Our queued jobs that have not ended (succeeded or failed) in the job log."""
+        pending = []
+        with self.container.db.session() as session:
+            for job in self.jobs:
+                event = repo.latest_job_event(session, job=job)
+                if event is None or event.type not in TERMINAL_JOB_EVENTS:
+                    pending.append(job)
+                elif event.type == "job.failed" and job not in self.failed:
+                    self.failed.add(job)
+                    self.notify(f"distillation {job} failed: {event.payload.get('error', 'see the worker log')}")
+        return pending
+
+    def drain(self, *, timeout: float | None = None, poll_seconds: float = 2.0,
+              on_wait: Callable[[list[str]], None] | None = None) -> bool:
+        """Wait for our in-flight jobs, then gate what they made; False if the timeout came first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while pending := self.in_flight():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            if on_wait is not None:
+                on_wait(pending)
+            time.sleep(poll_seconds)
+        self.gate_pending()
+        return True
+
+    # the gate
+
+    def gate_pending(self) -> list[GateDecision]:
+        """Judge every undecided candidate; one whose evaluation fails (say, an adapter that will not load) is
+        recorded as refused with the error, so it is not retried forever and the champion keeps serving."""
+        with self.container.db.session() as session:
+            candidates = registry.undecided_candidates(session)
+        decisions = []
+        for candidate in candidates:
+            try:
+                decisions.append(self.gate(candidate.id))
+            except Exception as exc:
+                message = one_line(exc)
+                log.exception("gate of %s failed", candidate.id)
+                with self.container.db.session() as session:
+                    registry.record_decision(session, version_id=candidate.id, scores={"gate": {"error": message}},
+                                             reason=f"gate could not evaluate it: {message}")
+                self.bus.publish("model.gate", {"candidate": candidate.id, "promote": False, "error": message})
+                self.notify(f"gate: {candidate.id} refused — could not evaluate it: {message}")
+        return decisions
+
+    def gate(self, candidate: str) -> GateDecision:
+        settings = self.container.settings.training
+        with self.container.db.session() as session:
+            version = registry.show(session, version_id=candidate)
+            champion = registry.champion(session)
+        trained = list(version.training_metrics.get("environments") or [])
+        environments = gate_environments(trained, settings.gate_environments)
+        envs = {name: get_environment(name, sandbox=self.container.sandbox) for name in environments}
+        self.notify(f"gate: {candidate} vs {champion} on {', '.join(environments)}")
+        decision = run_gate(
+            self.container.db, candidate=candidate, champion=champion,
+            evaluator=gate_evaluator(self.container.gateway, envs, self.container.db),
+            environments=environments, trained_environments=trained, per_level=settings.gate_per_level,
+            alpha=settings.gate_alpha, tolerance=settings.gate_tolerance, bus=self.bus,
+        )
+        verdict = "promoted" if decision.promote else "kept as candidate"
+        self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
+        return decision
+
+
+def one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+
+
+def gate_environments(trained: Sequence[str], configured: Sequence[str] | None) -> list[str]:
+    """The held-out sets a candidate is judged on: its own environments, then the configured (or all) others."""
+    others = configured if configured is not None else [
+        name for name in list_environments() if get_environment(name).training_allowed
+    ]
+    return list(dict.fromkeys([*trained, *others]))
+
+
+@contextmanager
+def open_distillation(container: Container, bus: EventBus, enabled: bool = True,
+                      notify: Callable[[str], None] | None = None) -> Iterator[Distillation | None]:
+    """A run's distillation driver (None when disabled), with an embedded worker in embedded mode that is
+    stopped when the block ends; in distributed mode jobs go to the broker for ``lamarck worker`` hosts."""
+    if not enabled:
+        yield None
+        return
+    from lamarck.platform.workers import configure, start_embedded_worker
+    from lamarck.training.tasks import app, send
+
+    configure(app, container.settings)
+    worker = start_embedded_worker(container.settings)
+    try:
+        yield Distillation(container, send=send, bus=bus, notify=notify or (lambda message: log.info(message)))
+    finally:
+        if worker is not None:
+            worker.stop()

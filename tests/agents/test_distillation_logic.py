@@ -1,0 +1,148 @@
+"""The run's side of distillation with scripted model replies: scheduling around in-flight jobs, the gate's cache,
+refusing a candidate that cannot be evaluated, and the orchestrator's between-generations hook."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))  # the shared episode helpers
+
+from training_helpers import add_episode, add_task  # noqa: E402
+
+from lamarck.agents.distillation import Distillation, gate_environments
+from lamarck.agents.evaluation import gate_evaluator
+from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
+from lamarck.curriculum.heldout import heldout_set
+from lamarck.platform.container import Container
+from lamarck.platform.events import EventBus
+from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, Settings, TrainingSettings
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+from lamarck.training import registry
+from scripted_llm import ScriptedLLM, scripted_provider
+
+def _container(tmp_path: Path, db: Database, **training: Any) -> Container:
+    routes = ModelRoutes(executor=ModelRoute(model="scripted/x"))
+    settings = Settings(data_dir=tmp_path / "data", database_url=db.url, models=routes,
+                        gateway=GatewaySettings(retries=0), training=TrainingSettings(**training))
+    return Container(settings)
+
+
+def _answers_right(tasks: list[Any]) -> ScriptedLLM:
+    answers = {t.prompt: str(t.reference["answer"]) for t in tasks}
+    return ScriptedLLM(lambda messages, n: [f"ANSWER: {answers.get(messages[-1]['content'], '-1')}"] * n)
+
+
+def test_gate_evaluator_reuses_a_stored_evaluation_of_the_same_model_and_tasks(sqlite_db: Database) -> None:
+    tasks = heldout_set("arithmetic", per_level=1)[:3]
+    llm = _answers_right(tasks)
+    gateway = LLMGateway(ModelRoutes(executor=ModelRoute(model="scripted/x")), GatewaySettings(retries=0))
+    evaluator = gate_evaluator(gateway, {"arithmetic": ArithmeticEnv()}, sqlite_db)
+    with scripted_provider(llm):
+        first = evaluator("champion-a", "arithmetic", tasks)
+        calls = len(llm.calls)
+        again = evaluator("champion-a", "arithmetic", tasks)
+        assert len(llm.calls) == calls, "the champion's greedy results were recomputed"
+        evaluator("candidate-b", "arithmetic", tasks)
+        assert len(llm.calls) > calls
+    assert first == again == [True, True, True]
+
+
+def test_schedules_one_job_at_a_time_and_reports_a_failed_one(tmp_path: Path, sqlite_db: Database) -> None:
+    container = _container(tmp_path, sqlite_db, min_new_episodes=2)
+    sent: list[dict[str, Any]] = []
+    notes: list[str] = []
+    bus = EventBus(sqlite_db)
+    driver = Distillation(container, send=lambda name, kwargs: sent.append(kwargs), bus=bus, notify=notes.append)
+    try:
+        for seed in (510, 511):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        first = driver.schedule()
+        assert first is not None and first.scheduled and first.job is not None
+        assert driver.in_flight() == [first.job] and len(sent) == 1
+
+        task, prompt = add_task(sqlite_db, seed=512)
+        add_episode(sqlite_db, task, prompt)
+        assert driver.schedule() is None and len(sent) == 1  # the first job has not ended: rollouts just go on
+
+        bus.publish("job.started", {"job": first.job})
+        assert driver.in_flight() == [first.job]
+        bus.publish("job.failed", {"job": first.job, "error": "RuntimeError: out of memory"})
+        assert driver.in_flight() == []
+        assert any("failed: RuntimeError: out of memory" in note for note in notes)
+        second = driver.schedule()
+        assert second is not None and second.scheduled and second.dataset_digest != first.dataset_digest
+    finally:
+        container.close()
+
+
+def test_a_candidate_that_cannot_be_evaluated_is_refused_once_and_the_champion_stays(
+    tmp_path: Path, sqlite_db: Database
+) -> None:
+    container = _container(tmp_path, sqlite_db, gate_per_level=1, gate_environments=[])
+    notes: list[str] = []
+    driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(sqlite_db), notify=notes.append)
+    def unreachable(messages: list[dict[str, Any]], n: int) -> list[str]:
+        raise RuntimeError("adapter fails to load")
+
+    broken = ScriptedLLM(unreachable)
+    try:
+        with sqlite_db.session() as session:
+            registry.ensure_base_registered(session)
+            registry.register_candidate(session, version_id="smollm2-135m-ft-broken", base="smollm2-135m",
+                                        adapter_path=None, parent_id="smollm2-135m", dataset_digest="d" * 64,
+                                        training_metrics={"environments": ["arithmetic"]})
+        with scripted_provider(broken):
+            assert driver.gate_pending() == []
+            assert driver.gate_pending() == []  # judged once, not retried every generation
+        with sqlite_db.session() as session:
+            assert registry.champion(session) == "smollm2-135m"
+            version = repo.get_model_version(session, version_id="smollm2-135m-ft-broken")
+            assert version.status == "candidate" and "could not evaluate" in (version.reason or "")
+        assert [e.payload["promote"] for e in EventBus(sqlite_db).replay() if e.type == "model.gate"] == [False]
+        assert sum("refused" in note for note in notes) == 1
+    finally:
+        container.close()
+
+
+def test_a_better_candidate_is_promoted_through_the_driver(tmp_path: Path, sqlite_db: Database) -> None:
+    container = _container(tmp_path, sqlite_db, gate_per_level=2, gate_environments=[])
+    tasks = heldout_set("arithmetic", per_level=2)
+    answers = {t.prompt: str(t.reference["answer"]) for t in tasks}
+
+    def respond(messages: list[dict[str, Any]], n: int) -> list[str]:
+        return [f"ANSWER: {answers.get(messages[-1]['content'], '-1')}"] * n
+
+    driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(sqlite_db))
+    try:
+        with sqlite_db.session() as session:
+            registry.ensure_base_registered(session)
+            registry.register_candidate(session, version_id="smollm2-135m-ft-good", base="smollm2-135m",
+                                        adapter_path=None, parent_id="smollm2-135m", dataset_digest="e" * 64,
+                                        training_metrics={"environments": ["arithmetic"]})
+        # the scripted model answers right only for the candidate: the route's model names the version
+        llm = ScriptedLLM(lambda messages, n: respond(messages, n))
+        llm_base = ScriptedLLM(lambda messages, n: ["ANSWER: -1"] * n)
+        with scripted_provider(llm):
+            candidate_results = gate_evaluator(container.gateway, {"arithmetic": ArithmeticEnv()}, sqlite_db)(
+                "smollm2-135m-ft-good", "arithmetic", tasks)
+        with scripted_provider(llm_base):
+            gate_evaluator(container.gateway, {"arithmetic": ArithmeticEnv()}, sqlite_db)(
+                "smollm2-135m", "arithmetic", tasks)
+            decisions = driver.gate_pending()  # both results come from the stored evaluations
+        assert all(candidate_results)
+        assert [d.promote for d in decisions] == [True]
+        with sqlite_db.session() as session:
+            assert registry.champion(session) == "smollm2-135m-ft-good"
+    finally:
+        container.close()
+
+
+def test_gate_environments_puts_the_trained_ones_first_without_duplicates() -> None:
+    assert gate_environments(["arithmetic"], ["string_ops", "arithmetic"]) == ["arithmetic", "string_ops"]
+    everything = gate_environments(["string_ops"], None)
+    assert everything[0] == "string_ops" and "python_functions" in everything and "humaneval" not in everything
