@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lamarck.agents.distillation import open_distillation
+from lamarck.agents.distillation import Distillation, open_distillation
 from lamarck.agents.evaluation import default_harness_for, evaluate, gate_evaluator, heldout_tasks
 from lamarck.agents.harness import save_harness
-from lamarck.agents.orchestrator import Orchestrator, open_services
+from lamarck.agents.orchestrator import Orchestrator, Services, open_services
 from lamarck.agents.runs import parse_config, request_stop
 from lamarck.curriculum.heldout import heldout_set
 from lamarck.curriculum.registry import get_environment
@@ -77,55 +77,50 @@ def champion(container: Container) -> str:
         return registry.champion(session)
 
 
-def run_phase(container: Container, environment: str, minutes: float, args: argparse.Namespace,
-              clock: float) -> dict[str, Any]:
-    """One evolution run on one environment until the wall-clock budget is spent; returns its timeline."""
+def run_phase(container: Container, services: Services, driver: Distillation, environment: str, minutes: float,
+              args: argparse.Namespace, clock: float) -> dict[str, Any]:
+    """One evolution run on one environment until the wall-clock budget is spent; returns its timeline.
+
+    The distillation driver (and its worker) outlives the phase, so a job in flight at the switch goes on."""
     started = time.monotonic()
     deadline = started + minutes * 60
     timeline: list[dict[str, Any]] = []
 
-    def note(message: str) -> None:
-        print(f"[{(time.monotonic() - clock) / 60:6.1f} min] {message}", flush=True)
-
-    with open_services(container) as services, open_distillation(container, services.bus, notify=note) as driver:
-        assert driver is not None
-
-        def after_generation(run_id: str) -> None:
-            with container.db.session() as session:
-                run = repo.get_run(session, run_id=run_id)
-                generations = run.summary.get("generations", {})
-                latest = generations[max(generations, key=int)] if generations else {}
-            attempts, successes = latest.get("attempts", 0), latest.get("successes", 0)
-            levels = sorted({cell["difficulty"] for cell in latest.get("cells", [])})
-            timeline.append({"minutes": round((time.monotonic() - clock) / 60, 2), "champion": champion(container),
-                             "generation": len(generations), "attempts": attempts, "successes": successes,
-                             "levels": levels})
-            note(f"generation {len(generations)}: {successes}/{attempts} attempts passed at levels {levels} · "
-                 f"champion {timeline[-1]['champion']}")
-            if time.monotonic() >= deadline:
-                request_stop(container.db, run_id)
-
-        root = default_harness_for(get_environment(environment))
-        harness = root.derive(sampling={"temperature": args.temperature})
+    def after_generation(run_id: str) -> None:
         with container.db.session() as session:
-            save_harness(session, root, status="promoted", rationale="the environment's default harness")
-            harness_id = save_harness(session, harness, parent_id=root.version_id,
-                                      rationale=f"bench_evolution: rollout temperature {args.temperature}")
-        config = parse_config({
-            "environments": [environment], "harnesses": {environment: harness_id},
-            "generations": 10_000, "batch_size": args.batch,
-            "samples_per_task": args.samples, "seed": args.seed, "model_version": champion(container),
-            "follow_champion": True, "llm_share": args.llm_share, "judge": args.judge, "repair": args.repair,
-            "induce_skills": True,
-        })
-        orchestrator = Orchestrator(services, between_generations=[driver.between_generations, after_generation])
-        run_id = orchestrator.start(config, name=f"bench-evolution-{environment}")
-        note(f"run {run_id} on {environment} for {minutes:g} min")
-        outcome = orchestrator.run(run_id)
-        in_flight = driver.in_flight()
+            run = repo.get_run(session, run_id=run_id)
+            generations = run.summary.get("generations", {})
+            latest = generations[max(generations, key=int)] if generations else {}
+        attempts, successes = latest.get("attempts", 0), latest.get("successes", 0)
+        levels = sorted({cell["difficulty"] for cell in latest.get("cells", [])})
+        timeline.append({"minutes": round((time.monotonic() - clock) / 60, 2), "champion": champion(container),
+                         "generation": len(generations), "attempts": attempts, "successes": successes,
+                         "levels": levels})
+        driver.notify(f"generation {len(generations)}: {successes}/{attempts} attempts passed at levels {levels} · "
+                      f"champion {timeline[-1]['champion']}")
+        if time.monotonic() >= deadline:
+            request_stop(container.db, run_id)
+
+    root = default_harness_for(get_environment(environment))
+    harness = root.derive(sampling={"temperature": args.temperature})
+    with container.db.session() as session:
+        save_harness(session, root, status="promoted", rationale="the environment's default harness")
+        harness_id = save_harness(session, harness, parent_id=root.version_id,
+                                  rationale=f"bench_evolution: rollout temperature {args.temperature}")
+    config = parse_config({
+        "environments": [environment], "harnesses": {environment: harness_id},
+        "generations": 10_000, "batch_size": args.batch,
+        "samples_per_task": args.samples, "seed": args.seed, "model_version": champion(container),
+        "follow_champion": True, "llm_share": args.llm_share, "judge": args.judge, "repair": args.repair,
+        "induce_skills": True,
+    })
+    orchestrator = Orchestrator(services, between_generations=[driver.between_generations, after_generation])
+    run_id = orchestrator.start(config, name=f"bench-evolution-{environment}")
+    driver.notify(f"run {run_id} on {environment} for {minutes:g} min")
+    outcome = orchestrator.run(run_id)
     return {"environment": environment, "run_id": run_id, "status": outcome.status,
             "generations": outcome.generations_done, "wall_minutes": round((time.monotonic() - started) / 60, 2),
-            "timeline": timeline, "training_in_flight_at_deadline": in_flight}
+            "timeline": timeline, "training_in_flight_at_end": driver.in_flight()}
 
 
 def promotions(container: Container) -> list[dict[str, Any]]:
@@ -159,26 +154,41 @@ def plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(report["curves"]), figsize=(6 * len(report["curves"]), 4), squeeze=False)
+    phases = report["phases"]
+    end = max(entry["minutes"] for phase in phases for entry in phase["timeline"]) if phases else 1.0
+    figure, axes = plt.subplots(1, len(report["curves"]), figsize=(6.5 * len(report["curves"]), 4.2), squeeze=False)
     for axis, (environment, curve) in zip(axes[0], report["curves"].items(), strict=True):
-        xs = [point["minutes"] for point in curve]
-        ys = [100 * point["heldout"] for point in curve]
-        axis.step(xs, ys, where="post", marker="o")
+        xs = [point["minutes"] for point in curve] + [end]
+        ys = [100 * point["heldout"] for point in curve] + [100 * curve[-1]["heldout"]]
+        axis.step(xs, ys, where="post", linewidth=2, label="held-out success of the champion")
         for point in curve:
-            axis.annotate(point["version"].split("-ft-")[-1][:8], (point["minutes"], 100 * point["heldout"]),
-                          textcoords="offset points", xytext=(4, 4), fontsize=7)
-        axis.set_title(f"{environment}: held-out success of the champion")
-        axis.set_xlabel("wall-clock minutes (2-core CPU)")
-        axis.set_ylabel("held-out success (%)")
+            label = "base" if point["version"] == report["base_model"] else point["version"].split("-ft-")[-1][:8]
+            axis.annotate(f"{label} {100 * point['heldout']:.0f}%", (point["minutes"], 100 * point["heldout"]),
+                          textcoords="offset points", xytext=(3, 5), fontsize=7)
+        for phase in phases:
+            if phase["environment"] == environment:
+                rollouts = [(e["minutes"], 100 * e["successes"] / e["attempts"]) for e in phase["timeline"]
+                            if e["attempts"]]
+                if rollouts:
+                    axis.scatter(*zip(*rollouts, strict=True), s=8, alpha=0.35, color="grey",
+                                 label="rollout success per generation (frontier tasks)")
+        for phase in phases[1:]:
+            axis.axvline(phase["timeline"][0]["minutes"] if phase["timeline"] else end, color="black",
+                         linestyle=":", linewidth=1)
+        axis.set_title(f"{environment}")
+        axis.set_xlabel("wall-clock minutes on a 2-core CPU (rollouts, training and gates)")
+        axis.set_ylabel("success (%)")
+        axis.set_xlim(0, max(end, 1.0))
         axis.set_ylim(0, 100)
         axis.grid(alpha=0.3)
+        axis.legend(loc="upper left", fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
 
 
 def curve_for(container: Container, environment: str, phase_timelines: list[dict[str, Any]],
               per_level: int) -> list[dict[str, Any]]:
-    """(minutes, champion, held-out) at the start and at every change of champion."""
+    """(minutes, champion, held-out) at the start and at every change of champion, over all phases."""
     points: list[dict[str, Any]] = [{"minutes": 0.0, "version": DEFAULT_MODEL_VERSION}]
     for phase in phase_timelines:
         for entry in phase["timeline"]:
@@ -219,37 +229,38 @@ def main() -> None:
     base_arith = heldout_score(container, DEFAULT_MODEL_VERSION, "arithmetic", args.per_level)
     print(f"base held-out arithmetic: {base_arith:.1%} ({(time.monotonic() - clock):.0f}s)", flush=True)
     loop_clock = time.monotonic()
-    phases = [run_phase(container, "arithmetic", args.minutes, args, loop_clock)]
-    arith_curve = curve_for(container, "arithmetic", phases, args.per_level)
-    curves = {"arithmetic": arith_curve}
-    if args.python_minutes > 0:
-        py_start = champion(container)
-        python_phase = run_phase(container, "python_functions", args.python_minutes, args, loop_clock)
-        phases.append(python_phase)
-        py_curve = curve_for(container, "python_functions", [python_phase], args.per_level)
-        py_curve[0]["version"] = DEFAULT_MODEL_VERSION
-        py_curve[0]["heldout"] = heldout_score(container, DEFAULT_MODEL_VERSION, "python_functions", args.per_level)
-        if py_start != DEFAULT_MODEL_VERSION:
-            py_curve.insert(1, {"minutes": phases[0]["wall_minutes"], "version": py_start,
-                                "heldout": heldout_score(container, py_start, "python_functions", args.per_level)})
-        curves["python_functions"] = py_curve
+
+    def note(message: str) -> None:
+        print(f"[{(time.monotonic() - loop_clock) / 60:6.1f} min] {message}", flush=True)
+
+    with open_services(container) as services, open_distillation(container, services.bus, notify=note) as driver:
+        assert driver is not None
+        phases = [run_phase(container, services, driver, "arithmetic", args.minutes, args, loop_clock)]
+        if args.python_minutes > 0:
+            phases.append(run_phase(container, services, driver, "python_functions", args.python_minutes, args,
+                                    loop_clock))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".phases.json").write_text(json.dumps(phases, indent=2, default=str) + "\n")  # kept if evals fail
+    environments = ["arithmetic"] + (["python_functions"] if args.python_minutes > 0 else [])
+    curves = {env: curve_for(container, env, phases, args.per_level) for env in environments}
+    arith_curve = curves["arithmetic"]
     final = champion(container)
     humaneval = ({"base": humaneval_pass1(container, DEFAULT_MODEL_VERSION, args.humaneval_limit or None),
                   "final": humaneval_pass1(container, final, args.humaneval_limit or None)}
                  if args.humaneval_limit else {})
     best_arith = max(point["heldout"] for point in arith_curve)
+    arith_at_switch = [p for p in arith_curve if p["minutes"] <= phases[0]["wall_minutes"]][-1]["heldout"]
     report = {
         "benchmark": "bench_evolution",
         "settings": {k: v for k, v in vars(args).items() if k not in ("work", "out")},
         "base_model": DEFAULT_MODEL_VERSION, "final_model": final,
         "curves": curves, "phases": phases, "promotions": promotions(container), "candidates": candidates(container),
         "humaneval": humaneval,
-        "arithmetic_gain_points": round(100 * (arith_curve[-1]["heldout"] - arith_curve[0]["heldout"]), 1),
+        "arithmetic_gain_points": round(100 * (arith_at_switch - arith_curve[0]["heldout"]), 1),
         "arithmetic_best_gain_points": round(100 * (best_arith - arith_curve[0]["heldout"]), 1),
         "target_gain_points": 20.0, "total_minutes": round((time.monotonic() - clock) / 60, 1),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     plot(report, out.with_suffix(".png"))
 
@@ -259,7 +270,7 @@ def main() -> None:
             print(f"{environment:<18}{point['minutes']:>9.1f}  {point['version']:<40}{point['heldout']:>9.1%}")
     for name, row in humaneval.items():
         print(f"humaneval pass@1 {name:<6} {row['version']:<40}{row['pass_at_1']:>9.1%} ({row['n_tasks']} tasks)")
-    print(f"arithmetic gain: {report['arithmetic_gain_points']:+.1f} points (target +20) in "
+    print(f"arithmetic gain: {report['arithmetic_gain_points']:+.1f} points (target +20) in the first "
           f"{phases[0]['wall_minutes']:.0f} min · wrote {out} and {out.with_suffix('.png')}")
 
 

@@ -1,0 +1,57 @@
+"""The whole loop with the real model: ``lamarck evolve`` queues distillation to its embedded Celery worker, the
+worker trains a LoRA candidate with TRL, and the run gates it on held-out tasks before it ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from lamarck.commands.evolve import evolve
+from lamarck.platform.events import EventBus
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+from lamarck.platform.storage.records import Evaluation
+
+app = typer.Typer()
+app.command("evolve")(evolve)
+app.command("noop")(lambda: None)  # a second command keeps Typer from folding "evolve" into the root
+
+
+@pytest.mark.slow
+def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_store
+) -> None:
+    data = tmp_path / "data"
+    for key, value in {
+        "DATA_DIR": str(data), "MODEL_STORE_DIR": str(model_store.root),
+        "TRAINING__MIN_NEW_EPISODES": "2", "TRAINING__MAX_STEPS": "2", "TRAINING__BATCH_SIZE": "2",
+        "TRAINING__GATE_PER_LEVEL": "1", "TRAINING__GATE_ENVIRONMENTS": "[]",
+    }.items():
+        monkeypatch.setenv(f"LAMARCK_{key}", value)
+    result = CliRunner().invoke(app, ["evolve", "--env", "arithmetic", "--generations", "3", "--batch", "4",
+                                      "--samples", "2", "--llm-share", "0", "--no-judge", "--no-repair", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert "distillation queued from smollm2-135m" in result.output, result.output
+    assert "gate: smollm2-135m-ft-" in result.output, result.output
+
+    db = Database(f"sqlite:///{data / 'lamarck.db'}")
+    try:
+        with db.session() as session:
+            candidates = [v for v in repo.list_model_versions(session) if v.parent_id == "smollm2-135m"]
+            assert len(candidates) == 1, "one job, one candidate"
+            version = candidates[0]
+            assert version.adapter_path and Path(version.adapter_path, "adapter_config.json").is_file()
+            assert version.training_metrics["sft"]["steps"] == 2
+            assert "gate" in version.eval_scores and version.reason
+            assert version.status in ("candidate", "promoted")
+            gated = set(session.scalars(select(Evaluation.model_version).where(Evaluation.kind == "gate")))
+        types = [e.type for e in EventBus(db).replay(limit=100_000)]
+        assert "job.succeeded" in types and "model.candidate" in types and "model.gate" in types
+        assert types.index("model.gate") > types.index("model.candidate")
+        assert gated == {version.id}
+    finally:
+        db.dispose()
