@@ -8,7 +8,7 @@ STAMP := $(VENV)/.lamarck-installed
 SYSTEM_PACKAGES := bubblewrap
 export LAMARCK_DATA_DIR ?= .lamarck
 
-.PHONY: setup system-packages run test bench clean
+.PHONY: setup system-packages run test bench bench-evolution clean
 
 setup: system-packages $(STAMP)
 
@@ -45,6 +45,11 @@ bench: setup
 	$(PY) benchmarks/bench_memory.py
 	$(PY) benchmarks/bench_executor.py
 	$(PY) benchmarks/bench_orchestrator.py
+	$(PY) benchmarks/bench_training.py
+
+# The proof that the loop improves the model: about 100 minutes on a 2-core CPU (see README, Performance).
+bench-evolution: setup
+	$(PY) benchmarks/bench_evolution.py
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache
