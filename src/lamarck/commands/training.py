@@ -109,6 +109,35 @@ def register_model_commands(models_app: typer.Typer) -> None:
 
         run_guarded(body, extra=_extra_errors())
 
+    @models_app.command("gate")
+    def gate(version: Annotated[str | None, typer.Argument(help="A candidate (default: every undecided one).")] = None,
+             ) -> None:
+        """Run the evaluation gate now: held-out sets, paired test against the champion, promote on a pass."""
+
+        def body() -> None:
+            from lamarck.agents.distillation import Distillation
+            from lamarck.platform.events import EventBus
+            from lamarck.training import registry
+
+            with container_from_settings() as container:
+                with container.db.session() as session:
+                    pending = [v.id for v in registry.undecided_candidates(session)]
+                    if version is not None:
+                        view = registry.show(session, version_id=version)
+                        if view.status != "candidate":
+                            raise registry.RegistryError(f"{version} is {view.status}, not a candidate: only "
+                                                         "candidates go through the gate")
+                        pending = [version]
+                if not pending:
+                    console.print("no undecided candidates: `lamarck train` makes one from new verified episodes")
+                    return
+                driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(container.db),
+                                      notify=lambda message: console.print(message, highlight=False))
+                for candidate in pending:
+                    driver.gate(candidate)
+
+        run_guarded(body, extra=_extra_errors())
+
     @models_app.command("show")
     def show(version: str) -> None:
         """A model version's record: parent, dataset digest, metrics, gate scores, status and reason."""
