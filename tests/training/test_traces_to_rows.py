@@ -14,6 +14,7 @@ from lamarck.training.traces_to_rows import (
     LESSONS_HEADER,
     HeldoutLeak,
     build_dataset,
+    kept_at_weight,
     render_for_model,
     tokenize_row,
 )
@@ -30,12 +31,12 @@ def test_rows_are_deduped_marked_stripped_and_paired(sqlite_db: Database) -> Non
     add_episode(sqlite_db, task, prompt)  # same task, same text: a duplicate
     failed = add_episode(sqlite_db, task, prompt, outcome="failed", answer="7")
     repaired = add_episode(sqlite_db, task, prompt, answer="six", repaired_from=failed)
-    dataset = _build(sqlite_db)
+    dataset = _build(sqlite_db, repaired_weight=1.0)
     assert [r.episode_id for r in dataset.rows] == [first, repaired]
     assert dataset.dropped["duplicate"] == 1
     native, fixed = dataset.rows
     assert not native.repaired and native.weight == 1.0
-    assert fixed.repaired and fixed.weight == 0.5
+    assert fixed.repaired and fixed.weight == 1.0
     system = native.messages[0]["content"]
     assert LESSONS_HEADER not in system and "double check" not in system
     assert "When you know the answer" in system and "calc: evaluate" in system
@@ -132,3 +133,18 @@ def test_assistant_only_loss_mask_token_by_token(model_store) -> None:  # type: 
         assert ids[position:position + len(newline)] == newline and labels[position] == -100
         position += len(newline)
     assert position == len(ids)
+
+
+def test_repaired_rows_are_trained_in_proportion_to_their_weight_and_always_the_same_ones(sqlite_db: Database) -> None:
+    repaired = []
+    for seed in range(40):
+        task, prompt = add_task(sqlite_db, seed=700 + seed)
+        failed = add_episode(sqlite_db, task, prompt, outcome="failed", answer="7")
+        repaired.append(add_episode(sqlite_db, task, prompt, answer="six", repaired_from=failed))
+    half = _build(sqlite_db, repaired_weight=0.5)
+    kept = {row.episode_id for row in half.rows}
+    assert kept == {e for e in repaired if kept_at_weight(e, 0.5)}
+    assert 8 <= len(kept) <= 32 and half.dropped["repaired_subsampled"] == 40 - len(kept)
+    assert _build(sqlite_db, repaired_weight=0.5).digest == half.digest
+    assert len(_build(sqlite_db, repaired_weight=1.0).rows) == 40
+    assert _build(sqlite_db, repaired_weight=0.0).rows == []

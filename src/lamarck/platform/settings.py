@@ -131,7 +131,7 @@ class TrainingSettings(BaseModel):
 
     min_new_episodes: int = Field(32, ge=1)
     cap_per_cell: int = Field(64, ge=1)  # rows per environment x difficulty
-    repaired_weight: float = Field(0.5, ge=0.0, le=1.0)  # 0 drops critic-repaired rows, 1 treats them as native
+    repaired_weight: float = Field(0.5, ge=0.0, le=1.0)  # share of critic-repaired rows trained (0: none, 1: all)
     max_length: int = Field(1024, ge=64)
     max_steps: int = Field(60, ge=1)
     learning_rate: float = Field(2e-4, gt=0.0)

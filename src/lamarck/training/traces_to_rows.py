@@ -118,6 +118,9 @@ def build_dataset(
             if episode.repaired_from_id is not None and settings.repaired_weight == 0.0:
                 dropped["repaired_weight_zero"] += 1
                 continue
+            if episode.repaired_from_id is not None and not kept_at_weight(episode.id, settings.repaired_weight):
+                dropped["repaired_subsampled"] += 1
+                continue
             passed.append((episode, task))
         else:
             failed[task.id].append(episode)
@@ -132,6 +135,15 @@ def build_dataset(
     check_no_leak(dataset)
     dataset.digest = dataset_digest(dataset)
     return dataset
+
+
+def kept_at_weight(episode_id: str, weight: float) -> bool:
+    """Loss weight as inclusion: a row of weight w is trained with probability w, decided by its episode id, so a
+    repaired row contributes w in expectation and the same episodes always give the same dataset (and digest)."""
+    if weight >= 1.0:
+        return True
+    fraction = int(hashlib.sha256(episode_id.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return fraction < weight
 
 
 def episode_row(episode: Episode, task: Task, settings: TrainingSettings) -> TrainingRow | None:
