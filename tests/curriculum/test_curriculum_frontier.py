@@ -6,7 +6,7 @@ import random
 import pytest
 
 from lamarck.curriculum.environment import TaskSpec
-from lamarck.curriculum.frontier import FrontierSelector, non_increasing
+from lamarck.curriculum.frontier import FrontierSelector, climbable, non_increasing
 from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.curriculum.registry import get_environment
 
@@ -92,3 +92,32 @@ def test_from_environments_skips_eval_only():
 def test_non_increasing():
     assert non_increasing([0.9, 0.5, 0.7, 0.1], [1, 1, 1, 1]) == pytest.approx([0.9, 0.6, 0.6, 0.1])
     assert non_increasing([0.2, 0.8], [100, 2]) == pytest.approx([(20 + 1.6) / 102] * 2)
+
+
+def test_climbable_levels_are_the_tried_ones_and_the_next_one_up():
+    assert climbable(LADDER, [0] * 8) == {1}
+    assert climbable(LADDER, [5, 0, 0, 0, 0, 0, 0, 0]) == {1, 2}
+    assert climbable(LADDER, [5, 0, 3, 0, 0, 0, 0, 0]) == {1, 3, 4}
+    assert climbable(LADDER, [1] * 8) == set(LADDER)
+
+
+def test_after_one_measured_level_the_batch_climbs_one_step_not_to_the_top():
+    selector = FrontierSelector({"arithmetic": LADDER}, replay_fraction=0.0)
+    profile = CapabilityProfile()
+    for i in range(40):
+        profile.record("arithmetic", 1, i % 5 < 3)  # 60% at the lowest level, nothing else known
+    picks = {slot.difficulty for slot in selector.select(profile, 200, seed=4)}
+    assert picks <= {1, 2} and 2 in picks
+
+
+def test_failures_in_cells_out_of_reach_are_not_replayed():
+    selector = FrontierSelector({"arithmetic": LADDER}, replay_fraction=1.0)
+    profile = CapabilityProfile()
+    for i in range(30):
+        profile.record("arithmetic", 1, i % 2 == 0)
+        profile.record("arithmetic", 7, False)
+    hopeless = TaskSpec(environment="arithmetic", difficulty=7, prompt="far too hard", source_id="h")
+    near = TaskSpec(environment="arithmetic", difficulty=1, prompt="worth another try", source_id="n")
+    slots = selector.select(profile, 2, seed=0, failed_tasks=[hopeless, near])
+    replays = [s.replay_task.source_id for s in slots if s.replay_task is not None]
+    assert replays == ["n"]

@@ -4,7 +4,9 @@ Each slot draws one Thompson sample of the success probability for every cell, m
 samples non-increasing in difficulty (weighted isotonic regression, weights = posterior strength, so untried
 levels borrow from measured neighbours instead of looking like coin flips), and takes the cell whose sample is
 nearest the target. Sampling gives exploration in proportion to uncertainty; fresh samples per slot spread the
-batch. A fraction of slots replays recently failed tasks instead.
+batch. A fraction of slots replays recently failed tasks instead (only from cells within reach). Untried levels compete
+only one at a time, the first above the highest tried level, so the batch climbs the ladder instead of spreading
+over levels that only the prior knows.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class FrontierSelector:
         *,
         target: float = 0.5,
         replay_fraction: float = 0.2,
+        replay_floor: float = 0.1,
     ) -> None:
         if not ladders or any(not ladder for ladder in ladders.values()):
             raise ValueError("give at least one environment with at least one difficulty level")
@@ -53,6 +56,7 @@ class FrontierSelector:
         self.ladders = {name: tuple(sorted(ladders[name])) for name in sorted(ladders)}
         self.target = target
         self.replay_fraction = replay_fraction
+        self.replay_floor = replay_floor  # failures in cells whose success is below this are not worth a retry yet
 
     @classmethod
     def from_environments(cls, environments: Iterable[Environment], **options: float) -> FrontierSelector:
@@ -72,7 +76,7 @@ class FrontierSelector:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         rng = rng or random.Random(seed)
-        pool = self._replayable(failed_tasks)
+        pool = self._replayable(failed_tasks, profile)
         slots: list[FrontierSlot] = []
         for _ in range(batch_size):
             if pool and rng.random() < self.replay_fraction:
@@ -96,7 +100,10 @@ class FrontierSelector:
             params = [profile.posterior(name, d) for d in ladder]
             samples = [rng.betavariate(a, b) for a, b in params]
             smoothed = non_increasing(samples, [a + b for a, b in params])
+            reachable = climbable(ladder, [profile.attempts(name, d) for d in ladder])
             for difficulty, value in zip(ladder, smoothed):
+                if difficulty not in reachable:
+                    continue
                 distance = abs(value - self.target)
                 if distance < best_distance - 1e-12:
                     best, best_distance = [(name, difficulty, value)], distance
@@ -111,17 +118,33 @@ class FrontierSelector:
         )
         return FrontierSlot(environment=name, difficulty=difficulty, reason=reason)
 
-    def _replayable(self, failed_tasks: Sequence[TaskSpec]) -> list[TaskSpec]:
+    def _replayable(self, failed_tasks: Sequence[TaskSpec], profile: Posteriors) -> list[TaskSpec]:
         pool, seen = [], set()
         for task in failed_tasks:
             if task.difficulty not in self.ladders.get(task.environment, ()):
                 logger.debug("not replaying %s d%d: not a training cell", task.environment, task.difficulty)
+                continue
+            a, b = profile.posterior(task.environment, task.difficulty)
+            if a / (a + b) < self.replay_floor:
+                logger.debug("not replaying %s d%d: its cell is out of reach for now", task.environment, task.difficulty)
                 continue
             if task.fingerprint in seen:
                 continue
             seen.add(task.fingerprint)
             pool.append(task)
         return pool
+
+
+def climbable(ladder: Sequence[int], attempts: Sequence[int]) -> set[int]:
+    """The levels a slot may pick: every tried level and the first untried one above the highest tried.
+
+    Untried levels carry only the prior, so a Thompson sample there is a coin flip; letting every such level compete
+    spreads a batch over hopeless tasks. Climbing one untried level at a time keeps exploration at the edge."""
+    tried = [level for level, n in zip(ladder, attempts, strict=True) if n > 0]
+    if not tried:
+        return {ladder[0]}
+    above = [level for level in ladder if level > max(tried)]
+    return set(tried) | ({above[0]} if above else set())
 
 
 def non_increasing(values: Sequence[float], weights: Sequence[float]) -> list[float]:
