@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))  # the
 
 from training_helpers import add_episode, add_task  # noqa: E402
 
-from lamarck.agents.distillation import Distillation, gate_environments
+from lamarck.agents.distillation import Distillation, gate_environments, gate_tasks
 from lamarck.agents.evaluation import gate_evaluator
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.curriculum.heldout import heldout_set
@@ -146,3 +146,14 @@ def test_gate_environments_puts_the_trained_ones_first_without_duplicates() -> N
     assert gate_environments(["arithmetic"], ["string_ops", "arithmetic"]) == ["arithmetic", "string_ops"]
     everything = gate_environments(["string_ops"], None)
     assert everything[0] == "string_ops" and "python_functions" in everything and "humaneval" not in everything
+
+
+def test_gate_tasks_look_closer_at_the_levels_the_candidate_trained_on() -> None:
+    env = ArithmeticEnv()
+    tasks = gate_tasks(env, 1, 4, focus=[2, 3])
+    per_level = {level: sum(t.difficulty == level for t in tasks) for level in env.difficulties}
+    assert per_level == {level: 4 if level in (2, 3) else 1 for level in env.difficulties}
+    assert [t.fingerprint for t in gate_tasks(env, 1, 4, focus=[])] == [
+        t.fingerprint for t in heldout_set("arithmetic", per_level=1)]
+    wider = [t.fingerprint for t in heldout_set("arithmetic", per_level=4) if t.difficulty == 2]
+    assert [t.fingerprint for t in tasks if t.difficulty == 2] == wider  # the same tasks, a longer prefix

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from lamarck.agents.evaluation import gate_evaluator
+from lamarck.curriculum.environment import Environment, TaskSpec
+from lamarck.curriculum.heldout import heldout_set
 from lamarck.curriculum.registry import get_environment, list_environments
 from lamarck.platform.container import Container
 from lamarck.platform.events import EventBus
@@ -121,16 +123,34 @@ class Distillation:
         trained = list(version.training_metrics.get("environments") or [])
         environments = gate_environments(trained, settings.gate_environments)
         envs = {name: get_environment(name, sandbox=self.container.sandbox) for name in environments}
-        self.notify(f"gate: {candidate} vs {champion} on {', '.join(environments)}")
+        counts = version.training_metrics.get("counts") or {}
+        tasks = {name: gate_tasks(envs[name], settings.gate_per_level, settings.gate_focus_per_level,
+                                  focus=[int(level) for level in counts.get(name, {})]) for name in environments}
+        sizes = ", ".join(f"{name} ({len(tasks[name])} tasks)" for name in environments)
+        self.notify(f"gate: {candidate} vs {champion} on {sizes}")
         decision = run_gate(
             self.container.db, candidate=candidate, champion=champion,
             evaluator=gate_evaluator(self.container.gateway, envs, self.container.db),
             environments=environments, trained_environments=trained, per_level=settings.gate_per_level,
-            alpha=settings.gate_alpha, tolerance=settings.gate_tolerance, bus=self.bus,
+            alpha=settings.gate_alpha, tolerance=settings.gate_tolerance, bus=self.bus, tasks=tasks,
         )
         verdict = "promoted" if decision.promote else "kept as candidate"
         self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
         return decision
+
+
+def gate_tasks(env: Environment, per_level: int, focus_per_level: int, *, focus: Sequence[int]) -> list[TaskSpec]:
+    """Held-out tasks for the gate: ``per_level`` at every level, ``focus_per_level`` at the levels the candidate
+    trained on, where a change is expected and the paired test needs the tasks to see it."""
+    deepest = max(per_level, focus_per_level) if focus else per_level
+    taken: dict[int, int] = {}
+    chosen = []
+    for task in heldout_set(env.name, per_level=deepest, env=env):
+        limit = focus_per_level if task.difficulty in focus else per_level
+        if taken.get(task.difficulty, 0) < limit:
+            taken[task.difficulty] = taken.get(task.difficulty, 0) + 1
+            chosen.append(task)
+    return chosen
 
 
 def one_line(exc: BaseException) -> str:

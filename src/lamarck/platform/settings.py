@@ -148,6 +148,7 @@ class TrainingSettings(BaseModel):
     dpo_beta: float = Field(0.1, gt=0.0)
     seed: int = 0
     gate_per_level: int = Field(5, ge=1, le=50)  # held-out tasks per difficulty level for the gate
+    gate_focus_per_level: int = Field(20, ge=1, le=50)  # ... on the levels the candidate's dataset covers
     gate_alpha: float = Field(0.05, gt=0.0, lt=1.0)  # significance of the improvement on trained environments
     gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # allowed pass-rate drop on the other environments
     gate_environments: list[str] | None = None  # held-out sets the gate also checks (None: every training env)
