@@ -14,6 +14,7 @@ from lamarck.commands.evolve import evolve
 from lamarck.platform.events import EventBus
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
+from lamarck.platform.storage.migrate import upgrade
 from lamarck.platform.storage.records import Evaluation
 
 app = typer.Typer()
@@ -32,26 +33,32 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
         "TRAINING__GATE_PER_LEVEL": "1", "TRAINING__GATE_ENVIRONMENTS": "[]",
     }.items():
         monkeypatch.setenv(f"LAMARCK_{key}", value)
-    result = CliRunner().invoke(app, ["evolve", "--env", "arithmetic", "--generations", "3", "--batch", "4",
+    db = Database(f"sqlite:///{data / 'lamarck.db'}")
+    upgrade(db)
+    with db.session() as session:  # what `lamarck models import-default` records
+        repo.register_model_version(session, version_id="smollm2-135m", base="smollm2-135m", status="promoted")
+    result = CliRunner().invoke(app, ["evolve", "--env", "arithmetic", "--generations", "2", "--batch", "4",
                                       "--samples", "2", "--llm-share", "0", "--no-judge", "--no-repair", "--seed", "3"])
     assert result.exit_code == 0, result.output
     assert "distillation queued from smollm2-135m" in result.output, result.output
     assert "gate: smollm2-135m-ft-" in result.output, result.output
 
-    db = Database(f"sqlite:///{data / 'lamarck.db'}")
     try:
         with db.session() as session:
-            candidates = [v for v in repo.list_model_versions(session) if v.parent_id == "smollm2-135m"]
-            assert len(candidates) == 1, "one job, one candidate"
-            version = candidates[0]
-            assert version.adapter_path and Path(version.adapter_path, "adapter_config.json").is_file()
-            assert version.training_metrics["sft"]["steps"] == 2
-            assert "gate" in version.eval_scores and version.reason
-            assert version.status in ("candidate", "promoted")
+            candidates = [v for v in repo.list_model_versions(session) if v.id != "smollm2-135m"]
+            assert candidates, "no candidate was trained"
+            assert len({v.dataset_digest for v in candidates}) == len(candidates), "the same data trained twice"
+            for version in candidates:
+                assert version.adapter_path and Path(version.adapter_path, "adapter_config.json").is_file()
+                assert version.training_metrics["sft"]["steps"] == 2
+                assert "gate" in version.eval_scores and version.reason
+                assert version.status in ("candidate", "promoted", "retired")
             gated = set(session.scalars(select(Evaluation.model_version).where(Evaluation.kind == "gate")))
         types = [e.type for e in EventBus(db).replay(limit=100_000)]
         assert "job.succeeded" in types and "model.candidate" in types and "model.gate" in types
         assert types.index("model.gate") > types.index("model.candidate")
-        assert gated == {version.id}
+        assert gated == {version.id for version in candidates}  # every candidate was judged before the run ended
+        succeeded = {e.payload["job"] for e in EventBus(db).replay(limit=100_000) if e.type == "job.succeeded"}
+        assert len(succeeded) == len(candidates), "one job, one candidate"
     finally:
         db.dispose()
