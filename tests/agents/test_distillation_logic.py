@@ -31,6 +31,14 @@ def _container(tmp_path: Path, db: Database, **training: Any) -> Container:
     return Container(settings)
 
 
+def _register_candidate(db: Database, version_id: str) -> None:
+    with db.session() as session:
+        registry.ensure_base_registered(session)
+        registry.register_candidate(session, version_id=version_id, base="smollm2-135m", adapter_path=None,
+                                    parent_id="smollm2-135m", dataset_digest=version_id.encode().hex().ljust(64, "0"),
+                                    training_metrics={"environments": ["arithmetic"]})
+
+
 def _answers_right(tasks: list[Any]) -> ScriptedLLM:
     answers = {t.prompt: str(t.reference["answer"]) for t in tasks}
     return ScriptedLLM(lambda messages, n: [f"ANSWER: {answers.get(messages[-1]['content'], '-1')}"] * n)
@@ -86,16 +94,13 @@ def test_a_candidate_that_cannot_be_evaluated_is_refused_once_and_the_champion_s
     container = _container(tmp_path, sqlite_db, gate_per_level=1, gate_environments=[])
     notes: list[str] = []
     driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(sqlite_db), notify=notes.append)
+
     def unreachable(messages: list[dict[str, Any]], n: int) -> list[str]:
         raise RuntimeError("adapter fails to load")
 
     broken = ScriptedLLM(unreachable)
     try:
-        with sqlite_db.session() as session:
-            registry.ensure_base_registered(session)
-            registry.register_candidate(session, version_id="smollm2-135m-ft-broken", base="smollm2-135m",
-                                        adapter_path=None, parent_id="smollm2-135m", dataset_digest="d" * 64,
-                                        training_metrics={"environments": ["arithmetic"]})
+        _register_candidate(sqlite_db, "smollm2-135m-ft-broken")
         with scripted_provider(broken):
             assert driver.gate_pending() == []
             assert driver.gate_pending() == []  # judged once, not retried every generation
@@ -112,20 +117,11 @@ def test_a_candidate_that_cannot_be_evaluated_is_refused_once_and_the_champion_s
 def test_a_better_candidate_is_promoted_through_the_driver(tmp_path: Path, sqlite_db: Database) -> None:
     container = _container(tmp_path, sqlite_db, gate_per_level=2, gate_environments=[])
     tasks = heldout_set("arithmetic", per_level=2)
-    answers = {t.prompt: str(t.reference["answer"]) for t in tasks}
-
-    def respond(messages: list[dict[str, Any]], n: int) -> list[str]:
-        return [f"ANSWER: {answers.get(messages[-1]['content'], '-1')}"] * n
-
     driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(sqlite_db))
     try:
-        with sqlite_db.session() as session:
-            registry.ensure_base_registered(session)
-            registry.register_candidate(session, version_id="smollm2-135m-ft-good", base="smollm2-135m",
-                                        adapter_path=None, parent_id="smollm2-135m", dataset_digest="e" * 64,
-                                        training_metrics={"environments": ["arithmetic"]})
-        # the scripted model answers right only for the candidate: the route's model names the version
-        llm = ScriptedLLM(lambda messages, n: respond(messages, n))
+        _register_candidate(sqlite_db, "smollm2-135m-ft-good")
+        # one scripted model per version: the candidate answers right, the champion never does
+        llm = _answers_right(tasks)
         llm_base = ScriptedLLM(lambda messages, n: ["ANSWER: -1"] * n)
         with scripted_provider(llm):
             candidate_results = gate_evaluator(container.gateway, {"arithmetic": ArithmeticEnv()}, sqlite_db)(

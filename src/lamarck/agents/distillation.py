@@ -62,8 +62,6 @@ class Distillation:
             return None
         result = maybe_schedule_distillation(self.container, self.send, bus=self.bus)
         if result.scheduled and result.job is not None:
-            if result.job in self.failed:
-                return result  # queued again on purpose by someone else's data; do not track a known failure
             self.jobs.append(result.job)
             self.notify(f"distillation queued from {result.parent_version}: {result.reason}")
         return result
