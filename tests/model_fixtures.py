@@ -2,7 +2,7 @@
 
 ``model_store``: a ModelStore at ``<repo>/.cache/test-models`` (or ``$LAMARCK_TEST_MODEL_STORE``); the GGUF is
 imported once per machine and verified by sha256 on later sessions.
-``local_engine``: one LocalEngine for the whole session, closed at the end.
+``local_engine``: one LocalEngine (llama.cpp, the embedded default) for the whole session, closed at the end.
 """
 
 from __future__ import annotations
@@ -46,6 +46,6 @@ def local_engine(model_store: ModelStore) -> Iterator[LocalEngine]:
     from lamarck.platform.llm.engine import LocalEngine
     from lamarck.platform.settings import EngineSettings
 
-    engine = LocalEngine(model_store, EngineSettings(batch_window_ms=20.0))
+    engine = LocalEngine(model_store, EngineSettings(slots=32))
     yield engine
     engine.close()

@@ -16,7 +16,7 @@ from lamarck.platform.storage import migrate
 from lamarck.platform.storage.database import Database
 
 if TYPE_CHECKING:
-    from lamarck.platform.llm.engine import LocalEngine
+    from lamarck.platform.llm.serving import ServingEngine
     from lamarck.platform.llm.model_store import ModelStore
     from lamarck.platform.sandbox import Sandbox
 
@@ -25,7 +25,7 @@ class Container:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or load_settings()
         self._lock = threading.Lock()
-        self._engine: LocalEngine | None = None
+        self._engine: ServingEngine | None = None
 
     @cached_property
     def db(self) -> Database:
@@ -42,12 +42,12 @@ class Container:
         return ModelStore(self.settings.models_dir)
 
     @property
-    def engine(self) -> LocalEngine:
+    def engine(self) -> ServingEngine:
         with self._lock:
             if self._engine is None:
-                from lamarck.platform.llm.engine import LocalEngine
+                from lamarck.platform.llm.serving import open_engine
 
-                self._engine = LocalEngine(self.model_store, self.settings.engine)
+                self._engine = open_engine(self.model_store, self.settings.engine)
             return self._engine
 
     def ensure_local_provider(self) -> None:

@@ -58,8 +58,19 @@ class ModelRoutes(BaseModel):
 
 
 class EngineSettings(BaseModel):
-    """The in-process local engine that serves ``lamarck/<version>`` models."""
+    """The in-process local engine that serves ``lamarck/<version>`` models.
 
+    ``llamacpp`` (the default) serves GGUF files through llama.cpp with continuous batching: ``slots`` sequences
+    generate at once, each with room for ``slot_tokens`` tokens of prompt and answer, and one step feeds at most
+    ``batch_tokens`` tokens. ``torch`` is the project's own fp32 PyTorch engine, which batches requests that arrive
+    within ``batch_window_ms`` (up to ``max_batch_size`` rows).
+    """
+
+    backend: Literal["llamacpp", "torch"] = "llamacpp"
+    format: Literal["q8_0", "f32"] = "q8_0"
+    slots: int = Field(64, ge=1, le=256)
+    slot_tokens: int = Field(2048, ge=64, le=32768)
+    batch_tokens: int = Field(2048, ge=32, le=65536)
     device: str = "cpu"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     max_batch_size: int = Field(32, ge=1, le=1024)

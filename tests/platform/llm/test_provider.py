@@ -5,7 +5,7 @@ import asyncio
 import litellm
 import pytest
 
-from lamarck.platform.llm.engine import LocalEngine
+from lamarck.platform.llm.serving import ServingEngine as LocalEngine
 from lamarck.platform.llm.provider import register_local_provider
 
 MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]

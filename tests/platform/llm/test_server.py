@@ -11,7 +11,7 @@ import openai
 import pytest
 import uvicorn
 
-from lamarck.platform.llm.engine import LocalEngine
+from lamarck.platform.llm.serving import ServingEngine as LocalEngine
 from lamarck.platform.llm.server import create_app
 
 MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]

@@ -1,49 +1,33 @@
-"""The in-process local engine: one base model, LoRA adapters per model version, dynamic batching.
+"""The embedded local engine: llama.cpp serving every model version of the store, with continuous batching.
 
-Callers on any thread submit requests; one scheduler thread gathers what arrives within
-``batch_window_ms`` (up to ``max_batch_size`` rows of the same model version) and runs it as one batch.
+One base model is loaded once (Q8_0 by default: int8 weights with the CPU's VNNI dot products; F32 on request);
+each adapter version is converted once to llama.cpp's LoRA format and applied per step, so candidate and champion
+are served side by side and a newly promoted version is served at its next request, without a restart. Prompts
+are rendered and tokenized with the model's own Hugging Face tokenizer, the one training uses.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import queue
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
 
-import torch
-
-from lamarck.platform.llm.batching import BatchRunner, Row
-from lamarck.platform.llm.model_store import ModelStore, ModelStoreError, strip_prefix
-from lamarck.platform.llm.runner import LlamaRunner, LoraWeights, load_lora
-from lamarck.platform.llm.sampling import Completion, RowSampler, SamplingParams
+from lamarck.platform.llm.continuous import ContinuousBatcher, EngineClosedError, Group, Row, StepRecord
+from lamarck.platform.llm.gguf_files import adapter_gguf, base_gguf
+from lamarck.platform.llm.llama_runtime import LlamaContext, LlamaModel
+from lamarck.platform.llm.model_store import ModelStore, ModelStoreError, _offline, strip_prefix
+from lamarck.platform.llm.row_sampling import RowChooser
+from lamarck.platform.llm.sampling import Completion, SamplingParams
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, EngineSettings
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Completion", "EngineClosedError", "LocalEngine", "SamplingParams"]
-
-
-class EngineClosedError(RuntimeError):
-    pass
-
-
-@dataclass
-class _Request:
-    version: str
-    rows: list[Row]
-
-
-@dataclass(frozen=True)
-class BatchRecord:
-    """What one scheduler batch held (for tests and metrics)."""
-
-    version: str
-    rows: int
-    requests: int
 
 
 class LocalEngine:
@@ -53,50 +37,35 @@ class LocalEngine:
         self.settings = settings or EngineSettings()
         if self.settings.device != "cpu":
             raise ValueError(f"the local engine runs on cpu only, not {self.settings.device!r}: set engine.device = 'cpu'")
-        if self.settings.dtype not in ("auto", "float32"):
-            log.warning("local engine: dtype %s requested; computing in float32 for batch-independent output",
-                        self.settings.dtype)
-        if self.settings.threads:
-            torch.set_num_threads(self.settings.threads)
         spec = store.resolve(base)
         if spec.adapter_dir is not None:
             raise ModelStoreError(f"{base!r} is an adapter, not a base model: pass a base model version")
         self.base = spec.version
+        self.format = self.settings.format
+        started = time.perf_counter()
         self._tokenizer_lock = threading.Lock()
-        self._adapters: dict[str, LoraWeights | None] = {self.base: None}
+        self.tokenizer = _tokenizer(spec.base_dir)
+        self.model = LlamaModel(base_gguf(spec, self.format))
+        threads = self.settings.threads or os.cpu_count() or 1
+        self.context = LlamaContext(self.model, sequences=self.settings.slots,
+                                    tokens_per_sequence=self.settings.slot_tokens,
+                                    batch_tokens=self.settings.batch_tokens, threads=threads)
+        self._adapters: dict[str, object | None] = {self.base: None}
         self._adapter_lock = threading.Lock()
-        self.tokenizer, runner, config = self._load(spec.base_dir)
-        eos = {self.tokenizer.eos_token_id}
-        eos |= set(config.eos_token_id) if isinstance(config.eos_token_id, list) else {config.eos_token_id}
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        self._batcher = BatchRunner(runner, self._decode, {e for e in eos if e is not None}, pad,
-                                    config.max_position_embeddings)
-        self._runner = runner
-        self._queue: queue.Queue[_Request | None] = queue.Queue()
-        self._closed = False
-        self.batches: list[BatchRecord] = []
-        self._thread = threading.Thread(target=self._schedule, name="lamarck-engine", daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _load(base_dir):  # type: ignore[no-untyped-def]
-        from lamarck.platform.llm.model_store import _offline
-
-        with _offline():
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-            from transformers.utils import logging as transformers_logging
-
-            tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
-            transformers_logging.disable_progress_bar()  # a plain-weights load takes under a second
-            try:
-                model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
-            finally:
-                transformers_logging.enable_progress_bar()
-        model.eval()
-        runner = LlamaRunner(model)
-        return tokenizer, runner, model.config
+        self._batcher = ContinuousBatcher(self.context, use_version=self._use_version, decode_text=self._decode,
+                                          eos_ids=_eos_ids(self.tokenizer, spec.base_dir), release=self._release)
+        self.setup_seconds = time.perf_counter() - started
 
     # ---- public API --------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        """The most recent decode steps (for tests and metrics)."""
+        return list(self._batcher.steps)
+
+    @property
+    def prefix_stats(self) -> dict[str, int]:
+        return {"prefilled_tokens": self._batcher.prefilled_tokens, "reused_tokens": self._batcher.reused_tokens}
 
     def versions(self) -> list[str]:
         return [v for v in self.store.versions() if self._serves(v)]
@@ -121,7 +90,6 @@ class LocalEngine:
             raise ValueError("streaming supports n=1 only")
         deltas: queue.Queue[str | None] = queue.Queue()
         [future] = self._submit(model, self.render_chat(messages), params, stream=deltas)
-        future.add_done_callback(lambda _f: deltas.put(None))
 
         def iterate() -> Iterator[str]:
             while (delta := deltas.get()) is not None:
@@ -139,12 +107,16 @@ class LocalEngine:
     def count_tokens(self, text: str) -> int:
         return len(self._encode(text))
 
+    def forget_adapter(self, version: str) -> None:
+        """Drop a loaded adapter and its cached prefixes, so the next request reloads it from the store."""
+        version = strip_prefix(version)
+        if version != self.base:
+            self._batcher.forget_version(version)
+
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
-        self._thread.join(timeout=60)
+        self._batcher.close()
+        self.context.close()
+        self.model.close()
 
     def __enter__(self) -> LocalEngine:
         return self
@@ -161,28 +133,36 @@ class LocalEngine:
             return False
         return spec.base_dir.name == self.base
 
-    def _lora_for(self, version: str) -> LoraWeights | None:
-        with self._adapter_lock:
-            if version in self._adapters:
-                return self._adapters[version]
-            spec = self.store.resolve(version)
-            if spec.base_dir.name != self.base:
-                raise ModelStoreError(
-                    f"model {version!r} is built on {spec.base_dir.name!r} but this engine serves {self.base!r}: "
-                    "start an engine for that base"
-                )
-            if spec.adapter_dir is None:
-                self._adapters[version] = None
-            else:
-                log.info("local engine: loading adapter %s", version)
-                self._adapters[version] = load_lora(spec.adapter_dir, self._runner.num_layers)
-            return self._adapters[version]
+    def _check(self, version: str) -> None:
+        """Fail fast, in the caller's thread: unknown versions, foreign bases, adapters that do not convert."""
+        if version in self._adapters:
+            return
+        spec = self.store.resolve(version)
+        if spec.base_dir.name != self.base:
+            raise ModelStoreError(
+                f"model {version!r} is built on {spec.base_dir.name!r} but this engine serves {self.base!r}: "
+                "start an engine for that base"
+            )
+        if spec.adapter_dir is not None:
+            adapter_gguf(spec)
 
-    def forget_adapter(self, version: str) -> None:
-        """Drop a cached adapter so the next request reloads it from the store."""
-        with self._adapter_lock:
-            if version != self.base:
-                self._adapters.pop(strip_prefix(version), None)
+    def _submit(self, model: str, prompt: str, params: SamplingParams,
+                stream: queue.Queue[str | None] | None = None) -> list[Future[Completion]]:
+        version = strip_prefix(model)
+        self._check(version)
+        ids = self._encode(prompt)
+        if not ids:
+            raise ValueError("prompt is empty")
+        room = self.context.tokens_per_sequence
+        if len(ids) >= room:
+            raise ValueError(f"prompt has {len(ids)} tokens; this engine's slots hold at most {room - 1} "
+                             "(raise engine.slot_tokens)")
+        if params.n > self.context.sequences:
+            raise ValueError(f"n={params.n} is more than the engine's {self.context.sequences} slots (engine.slots)")
+        now = time.perf_counter()
+        rows = [Row(ids, params, RowChooser(params, index), Future(), now, stream=stream) for index in range(params.n)]
+        self._batcher.submit(Group(version, rows))
+        return [row.future for row in rows]
 
     def _encode(self, text: str) -> list[int]:
         with self._tokenizer_lock:
@@ -192,94 +172,40 @@ class LocalEngine:
         with self._tokenizer_lock:
             return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def _submit(self, model: str, prompt: str, params: SamplingParams,
-                stream: queue.Queue | None = None) -> list[Future[Completion]]:
-        if self._closed:
-            raise EngineClosedError("the local engine is closed: create a new LocalEngine")
-        version = strip_prefix(model)
-        self._lora_for(version)  # fails fast, in the caller's thread, for unknown versions
-        ids = self._encode(prompt)
-        if not ids:
-            raise ValueError("prompt is empty")
-        if len(ids) >= self._batcher.max_positions:
-            raise ValueError(f"prompt has {len(ids)} tokens; the model takes at most {self._batcher.max_positions - 1}")
-        now = time.perf_counter()
-        futures: list[Future[Completion]] = []
-        rows = []
-        for index in range(params.n):
-            future: Future[Completion] = Future()
-            futures.append(future)
-            rows.append(Row(ids, params, RowSampler(params, index), now, future.set_result, stream=stream))
-        self._queue.put(_Request(version, rows))
-        return futures
+    # ---- batcher thread ----------------------------------------------------------------------
 
-    # ---- scheduler ---------------------------------------------------------------------------
+    def _use_version(self, version: str) -> None:
+        with self._adapter_lock:
+            if version not in self._adapters:
+                spec = self.store.resolve(version)
+                log.info("local engine: loading adapter %s", version)
+                self._adapters[version] = self.model.load_adapter(adapter_gguf(spec))
+            adapter = self._adapters[version]
+        self.context.use_adapter(adapter)
 
-    def _schedule(self) -> None:
-        pending: list[_Request] = []
-        window = self.settings.batch_window_ms / 1000.0
-        limit = self.settings.max_batch_size
-        while True:
-            if not pending:
-                item = self._queue.get()
-                if item is None:
-                    break
-                pending.append(item)
-            deadline = time.perf_counter() + window
-            stop = False
-            while sum(len(r.rows) for r in pending) < limit:
-                remaining = deadline - time.perf_counter()
-                try:
-                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                pending.append(item)
-            version = pending[0].version
-            chosen: list[_Request] = []
-            rows: list[Row] = []
-            rest: list[_Request] = []
-            for request in pending:
-                if request.version == version and (not rows or len(rows) + len(request.rows) <= limit):
-                    chosen.append(request)
-                    rows.extend(request.rows)
-                else:
-                    rest.append(request)
-            pending = rest
-            self._run_batch(version, chosen, rows)
-            if stop:
-                break
-        for request in pending + self._drain():
-            for row in request.rows:
-                _fail(row, EngineClosedError("the local engine was closed before this request ran"))
-
-    def _drain(self) -> list[_Request]:
-        left = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return left
-            if item is not None:
-                left.append(item)
-
-    def _run_batch(self, version: str, requests: list[_Request], rows: list[Row]) -> None:
-        self.batches.append(BatchRecord(version, len(rows), len(requests)))
-        del self.batches[:-1000]
-        try:
-            self._batcher.run(rows, self._lora_for(version))
-        except BaseException as exc:  # deliver the failure to every waiting caller
-            log.exception("local engine: batch for %s failed", version)
-            for row in rows:
-                _fail(row, exc)
+    def _release(self, version: str) -> None:
+        with self._adapter_lock:
+            adapter = self._adapters.pop(version, None)
+        if adapter is not None:
+            self.context.use_adapter(None)
+            self.model.free_adapter(adapter)
 
 
-def _fail(row: Row, exc: BaseException) -> None:
-    future = getattr(row.deliver, "__self__", None)
-    if isinstance(future, Future) and not future.done():
-        future.set_exception(exc)
+def _tokenizer(base_dir):  # type: ignore[no-untyped-def]
+    with _offline():
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
+
+
+def _eos_ids(tokenizer, base_dir) -> set[int]:  # type: ignore[no-untyped-def]
+    eos = {tokenizer.eos_token_id}
+    try:
+        configured = json.loads((base_dir / "config.json").read_text()).get("eos_token_id")
+    except (OSError, ValueError):
+        configured = None
+    eos |= set(configured) if isinstance(configured, list) else {configured}
+    return {e for e in eos if e is not None}
 
 
 def _text(content: object) -> str:

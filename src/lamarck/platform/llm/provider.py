@@ -17,7 +17,7 @@ from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage  # noqa: E402
 
-from lamarck.platform.llm.engine import LocalEngine  # noqa: E402
+from lamarck.platform.llm.serving import ServingEngine  # noqa: E402
 from lamarck.platform.llm.model_store import ModelStoreError  # noqa: E402
 from lamarck.platform.llm.sampling import Completion, SamplingParams  # noqa: E402
 
@@ -54,7 +54,7 @@ def fill_response(response: ModelResponse, model: str, completions: list[Complet
 
 
 class LamarckLLM(CustomLLM):
-    def __init__(self, engine: LocalEngine) -> None:
+    def __init__(self, engine: ServingEngine) -> None:
         super().__init__()
         self.engine = engine
 
@@ -107,7 +107,7 @@ def _chunk(text: str, done: Completion | None) -> GenericStreamingChunk:
                                  index=0, tool_use=None)
 
 
-def register_local_provider(engine: LocalEngine) -> None:
+def register_local_provider(engine: ServingEngine) -> None:
     """Route ``lamarck/<version>`` in litellm to ``engine``; calling again replaces the engine."""
     with _lock:
         handler = LamarckLLM(engine)

@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from lamarck.platform.llm.engine import LocalEngine
+from lamarck.platform.llm.serving import ServingEngine
 from lamarck.platform.llm.model_store import ModelStoreError, strip_prefix
 from lamarck.platform.llm.sampling import SamplingParams
 
@@ -60,7 +60,7 @@ def _params(body: ChatRequest) -> SamplingParams:
         raise ApiError(400, str(exc)) from exc
 
 
-def create_app(engine: LocalEngine) -> FastAPI:
+def create_app(engine: ServingEngine) -> FastAPI:
     app = FastAPI(title="Lamarck local models", version="1")
 
     @app.exception_handler(ApiError)
@@ -118,7 +118,7 @@ def create_app(engine: LocalEngine) -> FastAPI:
     return app
 
 
-async def _stream(engine: LocalEngine, version: str, messages: list[dict], params: SamplingParams,
+async def _stream(engine: ServingEngine, version: str, messages: list[dict], params: SamplingParams,
                   ident: str, created: int) -> AsyncIterator[str]:
     def chunk(delta: dict, finish: str | None, usage: dict | None = None) -> str:
         body: dict[str, Any] = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": version,
@@ -143,7 +143,7 @@ async def _stream(engine: LocalEngine, version: str, messages: list[dict], param
     yield "data: [DONE]\n\n"
 
 
-def serve(engine: LocalEngine, host: str = "127.0.0.1", port: int = 8001) -> None:
+def serve(engine: ServingEngine, host: str = "127.0.0.1", port: int = 8001) -> None:
     import uvicorn
 
     uvicorn.run(create_app(engine), host=host, port=port, log_level="info")

@@ -1,0 +1,398 @@
+"""Continuous batching over one llama.cpp context: rows join and leave the running batch at every step.
+
+Each row generates in a *slot*: a KV stream of its own (llama.cpp's non-unified cache, so attention reads only the
+row's cells). A slot keeps its tokens after its row finishes, and a new row starts from the longest token prefix
+any slot holds: in place when its own slot holds it, otherwise copied from the slot that does. The next ReAct step
+of an episode, or any task sharing a system prompt and demonstrations, prefills only what is new. The samples of
+one request are prefilled once and copied. Busy slots are kept at the lowest indices, because llama.cpp splits a
+batch into one pass per run of consecutive sequence ids.
+
+A step serves one model version (llama.cpp applies a LoRA adapter per context); rows of other versions wait a step.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lamarck.platform.llm.llama_runtime import LlamaContext
+from lamarck.platform.llm.row_sampling import RowChooser
+from lamarck.platform.llm.sampling import Completion, SamplingParams
+
+log = logging.getLogger(__name__)
+
+MIN_COPY_PREFIX = 32  # tokens; a shorter shared prefix is cheaper to prefill than to copy a stream for
+
+
+class EngineClosedError(RuntimeError):
+    pass
+
+
+@dataclass
+class Row:
+    prompt: list[int]
+    params: SamplingParams
+    chooser: RowChooser
+    future: Future[Completion]
+    submitted: float
+    stream: queue.Queue[str | None] | None = None
+    generated: list[int] = field(default_factory=list)
+    text: str = ""
+    emitted: int = 0
+    finish_reason: str | None = None
+    hit_eos: bool = False
+    slot: Slot | None = None
+    fed: int = 0  # prompt tokens already in the slot
+    pending: int | None = None  # a sampled token not yet fed
+    budget: int = 0
+    follows: bool = False  # a further sample of a prompt another row prefills; its stream is copied from that row
+
+
+@dataclass
+class Group:
+    """The rows of one prompt (n samples): the first is prefilled, the others copy its stream."""
+
+    version: str
+    rows: list[Row]
+
+
+@dataclass
+class Slot:
+    index: int
+    tokens: list[int] = field(default_factory=list)
+    version: str | None = None
+    row: Row | None = None
+    _array: np.ndarray | None = None
+
+    def array(self) -> np.ndarray:
+        if self._array is None or len(self._array) != len(self.tokens):
+            self._array = np.asarray(self.tokens, dtype=np.int64)
+        return self._array
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One decode: which version, how many rows generated, how many prompt tokens were prefilled."""
+
+    version: str
+    rows: int
+    prefill_tokens: int
+
+
+class ContinuousBatcher:
+    def __init__(self, context: LlamaContext, *, use_version: Callable[[str], None],
+                 decode_text: Callable[[list[int]], str], eos_ids: set[int],
+                 release: Callable[[str], None] | None = None) -> None:
+        self.context = context
+        self.use_version = use_version
+        self.release = release
+        self.decode_text = decode_text
+        self.eos_ids = eos_ids
+        self.slots = [Slot(i) for i in range(context.sequences)]
+        self.steps: deque[StepRecord] = deque(maxlen=2000)
+        self.prefilled_tokens = 0
+        self.reused_tokens = 0
+        self._queue: queue.Queue[Group | None] = queue.Queue()
+        self._waiting: deque[Group] = deque()
+        self._active: list[Row] = []
+        self._followers: dict[int, list[Row]] = {}  # id(lead row) -> rows that copy its prefill
+        self._closed = False
+        self._last_version: str | None = None
+        self._thread = threading.Thread(target=self._loop, name="lamarck-llama", daemon=True)
+        self._thread.start()
+
+    @property
+    def max_tokens_per_row(self) -> int:
+        return self.context.tokens_per_sequence
+
+    def submit(self, group: Group) -> None:
+        if self._closed:
+            raise EngineClosedError("the local engine is closed: create a new engine")
+        self._queue.put(group)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._thread.join(timeout=60)
+
+    def forget_version(self, version: str) -> None:
+        """Stop reusing cached prefixes computed under ``version`` (its weights changed)."""
+        self._queue.put(Group(version=f"\0forget:{version}", rows=[]))
+
+    # ---- the loop ----------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        try:
+            while self._intake(block=not self._active and not self._waiting):
+                version = self._choose_version()
+                if version is None:
+                    continue
+                try:
+                    self._step(version)
+                except Exception as exc:  # deliver the failure to the rows of this version; others go on
+                    log.exception("local engine: a step for %s failed", version)
+                    self._fail_version(version, exc)
+        finally:
+            closed = EngineClosedError("the local engine was closed before this request finished")
+            for row in [*self._active, *(r for g in self._waiting for r in g.rows)]:
+                _fail(row, closed)
+            while True:
+                try:
+                    group = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                for row in group.rows if group else []:
+                    _fail(row, closed)
+
+    def _intake(self, block: bool) -> bool:
+        """Move submitted groups to the waiting line; False once the engine is closing."""
+        first = True
+        while True:
+            try:
+                group = self._queue.get(timeout=None) if block and first else self._queue.get_nowait()
+            except queue.Empty:
+                return True
+            first = False
+            if group is None:
+                return False
+            if group.version.startswith("\0forget:"):
+                forgotten = group.version.removeprefix("\0forget:")
+                if any(r.slot is not None and r.slot.version == forgotten for r in self._active):
+                    self._queue.put(group)  # rows of that version still run; forget after them
+                    return True
+                for slot in self.slots:
+                    if slot.version == forgotten:
+                        slot.tokens, slot.version = [], None
+                if self.release is not None:
+                    self.release(forgotten)
+                continue
+            self._waiting.append(group)
+
+    def _choose_version(self) -> str | None:
+        versions = [r.slot.version for r in self._active if r.slot is not None] + [g.version for g in self._waiting]
+        if not versions:
+            return None
+        distinct = list(dict.fromkeys(versions))
+        if self._last_version in distinct and len(distinct) > 1:
+            after = distinct.index(self._last_version) + 1
+            version = distinct[after % len(distinct)]
+        else:
+            version = distinct[0]
+        self._last_version = version
+        return version
+
+    def _step(self, version: str) -> None:
+        self.use_version(version)
+        decoding = [r for r in self._active if r.slot is not None and r.slot.version == version and r.pending is not None]
+        self._admit(version, self.context.batch_tokens - len(decoding))
+        prefilling = [r for r in self._active if r.slot is not None and r.slot.version == version
+                      and r.pending is None and not r.follows and r.fed < len(r.prompt)]
+        room = self.context.batch_tokens - len(decoding)
+        chunks: list[tuple[Row, list[int]]] = [(r, [r.pending]) for r in decoding if r.pending is not None]
+        prefill = 0
+        for row in prefilling:
+            chunk = row.prompt[row.fed: row.fed + room]
+            if not chunk:
+                break
+            chunks.append((row, chunk))
+            room -= len(chunk)
+            prefill += len(chunk)
+        if not chunks:
+            return
+        chunks.sort(key=lambda item: item[0].slot.index if item[0].slot else 0)
+        tokens: list[int] = []
+        positions: list[int] = []
+        sequences: list[int] = []
+        askers: list[tuple[Row, int]] = []
+        for row, chunk in chunks:
+            assert row.slot is not None
+            start = len(row.slot.tokens)
+            tokens.extend(chunk)
+            positions.extend(range(start, start + len(chunk)))
+            sequences.extend([row.slot.index] * len(chunk))
+            complete = row.pending is not None or row.fed + len(chunk) == len(row.prompt)
+            if complete:
+                askers.append((row, len(tokens) - 1))
+        logits = self.context.decode(tokens, positions, sequences, [index for _, index in askers])
+        self.prefilled_tokens += prefill
+        self.steps.append(StepRecord(version, len(decoding), prefill))
+        for row, chunk in chunks:
+            assert row.slot is not None
+            row.slot.tokens.extend(chunk)
+            if row.pending is None:
+                row.fed += len(chunk)
+            row.pending = None
+        for (row, _), row_logits in zip(askers, logits, strict=True):
+            followers = self._followers.pop(id(row), [])
+            for follower in followers:
+                assert follower.slot is not None and row.slot is not None
+                self.context.copy(row.slot.index, follower.slot.index)
+                follower.slot.tokens = list(row.slot.tokens)
+                follower.fed, follower.follows = len(follower.prompt), False
+            for member in [row, *followers]:
+                self._advance(member, member.chooser.choose(row_logits))
+        self._compact()
+
+    # ---- admission and slots -----------------------------------------------------------------
+
+    def _admit(self, version: str, budget: int) -> None:
+        kept: deque[Group] = deque()
+        while self._waiting:
+            group = self._waiting.popleft()
+            free = [s for s in self.slots if s.row is None]
+            if group.version != version or len(free) < len(group.rows) or budget <= 0:
+                kept.append(group)
+                continue
+            lead, *followers = group.rows
+            lead_slot = self._place(lead, version, free)
+            budget -= len(lead.prompt) - lead.fed
+            free = [s for s in free if s is not lead_slot]
+            for follower, slot in zip(followers, free, strict=False):
+                self._bind(follower, slot, version)
+                follower.follows = True
+                self.context.remove(slot.index)
+                slot.tokens = []
+            if followers:
+                self._followers[id(lead)] = followers
+            self._active.extend(group.rows)
+        self._waiting = kept
+
+    def _place(self, row: Row, version: str, free: list[Slot]) -> Slot:
+        """Bind ``row`` to the lowest free slot, starting from the longest cached prefix of its prompt."""
+        target = free[0]
+        prompt = np.asarray(row.prompt, dtype=np.int64)
+        limit = len(row.prompt) - 1  # the last prompt token is always fed, for its logits
+        own = _common_prefix(target.array(), prompt, limit) if target.version == version else 0
+        donor, best = None, own
+        for slot in self.slots:
+            if slot is target or slot.version != version or len(slot.tokens) <= best:
+                continue
+            shared = _common_prefix(slot.array(), prompt, limit)
+            if shared > best:
+                donor, best = slot, shared
+        if donor is not None and best - own >= MIN_COPY_PREFIX:
+            self.context.copy(donor.index, target.index)
+            target.tokens = donor.tokens[:best]
+            self.context.remove(target.index, best)
+        else:
+            target.tokens = target.tokens[:own] if target.version == version else []
+            self.context.remove(target.index, len(target.tokens))
+        self._bind(row, target, version)
+        row.fed = len(target.tokens)
+        self.reused_tokens += row.fed
+        return target
+
+    def _bind(self, row: Row, slot: Slot, version: str) -> None:
+        slot.row, slot.version, row.slot = row, version, slot
+        room = self.context.tokens_per_sequence - len(row.prompt)
+        row.budget = min(row.params.max_tokens, room)
+
+    def _release(self, row: Row) -> None:
+        if row.slot is not None:
+            row.slot.row = None
+            row.slot = None
+        self._active.remove(row)
+
+    def _compact(self) -> None:
+        """Move the highest busy slots into lower free ones, so busy slots form one run of sequence ids."""
+        while True:
+            free = [s for s in self.slots if s.row is None]
+            busy = [s for s in self.slots if s.row is not None and s.row.pending is not None]
+            if not free or not busy or free[0].index > busy[-1].index:
+                return
+            source, target = busy[-1], free[0]
+            self.context.copy(source.index, target.index)
+            target.tokens, target.version = list(source.tokens), source.version
+            row = source.row
+            assert row is not None
+            source.row, target.row, row.slot = None, row, target
+
+    # ---- finishing ---------------------------------------------------------------------------
+
+    def _advance(self, row: Row, token: int) -> None:
+        if token in self.eos_ids and not row.params.ignore_eos:
+            row.finish_reason, row.hit_eos = "stop", True
+        else:
+            row.generated.append(token)
+            if row.params.stop or row.stream is not None:
+                row.text = self.decode_text(row.generated)
+                cut = _first_stop(row.text, row.params.stop)
+                if cut is not None:
+                    row.text, row.finish_reason = row.text[:cut], "stop"
+            if row.finish_reason is None and len(row.generated) >= row.budget:
+                row.finish_reason = "length"
+        if row.finish_reason is None:
+            row.pending = token
+            _emit(row, final=False)
+            return
+        if not (row.params.stop or row.stream is not None):
+            row.text = self.decode_text(row.generated)
+        _emit(row, final=True)
+        self._release(row)
+        if not row.future.done():
+            row.future.set_result(Completion(
+                text=row.text,
+                finish_reason=row.finish_reason,  # type: ignore[arg-type]
+                prompt_tokens=len(row.prompt),
+                completion_tokens=len(row.generated) + int(row.hit_eos),
+                latency_s=time.perf_counter() - row.submitted,
+            ))
+
+    def _fail_version(self, version: str, exc: BaseException) -> None:
+        for row in [r for r in self._active if r.slot is not None and r.slot.version == version]:
+            slot = row.slot
+            self._release(row)
+            if slot is not None:
+                self.context.remove(slot.index)
+                slot.tokens, slot.version = [], None
+            _fail(row, exc)
+        for group in [g for g in self._waiting if g.version == version]:
+            self._waiting.remove(group)
+            for row in group.rows:
+                _fail(row, exc)
+        self._followers = {k: v for k, v in self._followers.items() if not v[0].future.done()}
+
+
+def _common_prefix(held: np.ndarray, prompt: np.ndarray, limit: int) -> int:
+    size = min(len(held), len(prompt), limit)
+    if size <= 0:
+        return 0
+    differ = np.flatnonzero(held[:size] != prompt[:size])
+    return int(differ[0]) if len(differ) else size
+
+
+def _first_stop(text: str, stops: list[str]) -> int | None:
+    found = [i for i in (text.find(s) for s in stops) if i >= 0]
+    return min(found) if found else None
+
+
+def _emit(row: Row, final: bool) -> None:
+    if row.stream is None:
+        return
+    end = len(row.text)
+    if not final:  # hold back a possible stop-sequence prefix and a half-decoded character
+        end -= max((len(s) - 1 for s in row.params.stop), default=0)
+        if row.text.endswith("\ufffd"):
+            end = min(end, len(row.text) - 1)
+    if end > row.emitted:
+        row.stream.put(row.text[row.emitted:end])
+        row.emitted = end
+    if final:
+        row.stream.put(None)
+
+
+def _fail(row: Row, exc: BaseException) -> None:
+    if not row.future.done():
+        row.future.set_exception(exc)
+    if row.stream is not None:
+        row.stream.put(None)
