@@ -10,11 +10,18 @@ What is measured (embedded mode, a Chroma persistent directory in a temporary fo
    search only (precomputed query vector), and search with a metadata filter; plus the time the eviction policy
    needs to rank the whole collection.
 
+4. batching: ``--prompts`` task prompts from the curriculum's environments embedded one call each (as the executor
+   used to, per task) vs in one call (as a generation now does), median of ``--batching-repeats``, with the
+   embedding cache off; then the same prompts again through the cache. ``summary.embedding_seconds_per_episode`` is
+   the batched cost per episode, one episode per prompt (``--samples`` more per prompt divide it further).
+   ``--only-batching`` measures just this and merges it into the existing JSON.
+
 Unless ``--real-vectors`` is given, index vectors are derived from the real embeddings of the ``--pool`` texts
 (pool vector + Gaussian noise, renormalised), because embedding 100k texts takes far too long on 2 CPU cores.
 Query texts are always embedded for real. The output says which was used.
 
     nice -n 10 .venv/bin/python benchmarks/bench_memory.py [--sizes 10000 100000] [--pool 2000]
+    nice -n 10 .venv/bin/python benchmarks/bench_memory.py --only-batching [--prompts 64]
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from lamarck.curriculum.registry import get_environment
 from lamarck.memory.base import MemoryRecord
 from lamarck.memory.chroma import ChromaMemory
 from lamarck.memory.embeddings import MiniLMEmbedding
@@ -154,6 +162,42 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def task_prompts(count: int, seed: int) -> list[str]:
+    """Distinct task prompts, as a generation's proposer would make them: three environments, levels 1-6."""
+    rng = random.Random(seed)
+    envs = [get_environment(name) for name in ("arithmetic", "string_ops", "python_functions")]
+    prompts: dict[str, None] = {}
+    while len(prompts) < count:
+        env = envs[len(prompts) % len(envs)]
+        prompts[env.generate(1 + len(prompts) % 6, random.Random(rng.randrange(2**31))).prompt] = None
+    return list(prompts)
+
+
+def measure_batching(args: argparse.Namespace) -> dict[str, Any]:
+    prompts = task_prompts(args.prompts, args.seed)
+    uncached = MiniLMEmbedding(batch_size=args.batch_size, cache_size=0)
+    uncached.embed(["warm-up"])
+    one_by_one, batched = [], []
+    for _ in range(args.batching_repeats):
+        one_by_one.append(sum(timed(uncached.embed, [prompt])[1] for prompt in prompts))
+        batched.append(timed(uncached.embed, prompts)[1])
+    cached = MiniLMEmbedding(batch_size=args.batch_size)
+    cached.embed(prompts)
+    before = cached.stats.snapshot()
+    _, cached_seconds = timed(cached.embed, prompts)
+    again = cached.stats.snapshot() - before
+    episodes = len(prompts) * args.samples
+    batched_s, one_by_one_s = statistics.median(batched), statistics.median(one_by_one)
+    return {
+        "prompts": len(prompts), "samples_per_prompt": args.samples, "repeats": args.batching_repeats,
+        "mean_prompt_chars": statistics.fmean(len(p) for p in prompts),
+        "one_by_one_seconds": one_by_one_s, "batched_seconds": batched_s, "speedup": one_by_one_s / batched_s,
+        "one_by_one_runs": one_by_one, "batched_runs": batched,
+        "cached_seconds": cached_seconds, "cached_texts_embedded": again.texts, "cached_hits": again.cache_hits,
+        "one_by_one_seconds_per_episode": one_by_one_s / episodes, "batched_seconds_per_episode": batched_s / episodes,
+    }
+
+
 def fill(collection: Any, start: int, end: int, pool: list, pool_vectors: np.ndarray, nprng: np.random.Generator,
          rng: random.Random, args: argparse.Namespace) -> float:
     """Adds entries start..end-1 in batches; returns seconds spent inserting (vector derivation excluded)."""
@@ -197,6 +241,18 @@ def render(results: dict[str, Any]) -> None:
     table = Table(title="Vector memory (Chroma embedded, all-MiniLM-L6-v2 on CPU)")
     table.add_column("measure")
     table.add_column("value", justify="right")
+    if "batching" in results:
+        b = results["batching"]
+        table.add_row(f"{b['prompts']} task prompts: one by one vs one batch (median of {b['repeats']})",
+                      f"{b['one_by_one_seconds']:.2f} s vs {b['batched_seconds']:.2f} s ({b['speedup']:.1f}x)")
+        table.add_row("  embedding seconds per episode, batched (one episode per prompt)",
+                      f"{b['batched_seconds_per_episode'] * 1000:.1f} ms")
+        table.add_row(f"  the same prompts again, through the cache ({b['cached_texts_embedded']} embedded)",
+                      f"{b['cached_seconds'] * 1000:.1f} ms")
+    if "embedding" not in results:
+        console.print(table)
+        console.print(f"written to {RESULTS}")
+        return
     emb = results["embedding"]
     table.add_row(f"embedding throughput ({emb['texts']} texts, batch {emb['batch_size']})",
                   f"{emb['texts_per_s']:.0f} texts/s")
@@ -237,8 +293,20 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.02, help="per-dimension noise for derived vectors")
     parser.add_argument("--real-vectors", action="store_true", help="embed every index entry for real (slow)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--prompts", type=int, default=64, help="task prompts in the batching comparison")
+    parser.add_argument("--samples", type=int, default=1, help="episodes per prompt, for the per-episode cost")
+    parser.add_argument("--batching-repeats", type=int, default=3)
+    parser.add_argument("--only-batching", action="store_true",
+                        help="measure only the batching comparison and merge it into the existing JSON")
     args = parser.parse_args()
-    results = run(args)
+    previous = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    if args.only_batching:
+        results = previous | {"batching_config": vars(args) | {"cpus": _cpus()}}
+    else:
+        results = run(args)
+    results["batching"] = measure_batching(args)
+    results["summary"] = {**previous.get("summary", {}), **results.get("summary", {}),
+                          "embedding_seconds_per_episode": results["batching"]["batched_seconds_per_episode"]}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
     render(results)

@@ -60,6 +60,8 @@ def test_full_run_records_everything_once(sqlite_db: Database, tmp_path: Path) -
     summary = outcome.summaries[0]
     assert summary.attempts == 8 and summary.cells and summary.cells[0].environment == "arithmetic"
     assert summary.tokens > 0 and summary.wall_seconds >= summary.agent_seconds > 0
+    assert summary.embedded_texts >= 4 and summary.embedding_seconds > 0  # 4 prompts, then lessons; cache hits free
+    assert summary.embedding_seconds_per_episode == pytest.approx(summary.embedding_seconds / summary.attempts)
 
 
 def test_events_replay_from_an_id(sqlite_db: Database, tmp_path: Path) -> None:

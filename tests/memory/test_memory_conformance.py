@@ -223,3 +223,18 @@ def test_add_with_precomputed_embeddings(memory: ChromaMemory) -> None:
     assert lessons.query("RecursionError in my function", k=1)[0].record.id == "recursion-base"
     with pytest.raises(MemoryStoreError, match="1 embeddings for 2 records"):
         lessons.upsert([rec("x"), rec("y")], vectors[:1])
+
+
+def test_query_vectors_answers_as_query_by_text(memory: ChromaMemory) -> None:
+    lessons = memory.lessons
+    lessons.add(corpus())
+    texts = list(QUERIES)
+    before = memory.embedding.stats.snapshot()
+    vectors = lessons.embed(texts)
+    assert (memory.embedding.stats.snapshot() - before).calls == 1 and len(vectors) == len(texts)
+    where = {"environment": ["python", "arithmetic"]}
+    by_vector = lessons.query_vectors(vectors, k=3, where=where)
+    by_text = lessons.query(texts, k=3, where=where)  # the same texts: from the cache, no second model call
+    assert (memory.embedding.stats.snapshot() - before).calls == 1
+    assert [[h.record.id for h in hits] for hits in by_vector] == [[h.record.id for h in hits] for hits in by_text]
+    assert lessons.embed([]) == [] and lessons.query_vectors([], k=3) == []

@@ -6,6 +6,7 @@ critique — the first wrong step and what should have been done — and a short
 A judge that claims success on a wrong answer changes nothing but the agreement
 statistic. Only tasks without a verifier take the judge's verdict, marked as such.
 Reviewing an episode twice returns the first verdict, so a resumed run never doubles work.
+The judge's lessons are embedded together, in one call per review, then stored in order.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sqlalchemy.orm import Session
 from lamarck.agents.harness import load_prompt
 from lamarck.agents.skill_review import SkillDecision, review_skills
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec
-from lamarck.memory.base import MemoryStoreError
+from lamarck.memory.base import Embedding, MemoryStoreError
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -113,13 +114,28 @@ class Critic:
         rewards = {e.episode_id: self._verify(e) for e in pending}
         judges = self._judge_all(pending, rewards, request) if request.judge else {}
         repairs = self._repair_all(pending, rewards, judges, request) if request.repair else {}
+        vectors = self._lesson_vectors(pending, judges)
         for episode in request.episodes:
             key = episode.episode_id
             if key in done:
                 output.verdicts.append(done[key])
             else:
-                output.verdicts.append(self._record(episode, rewards[key], judges.get(key), repairs.get(key), output))
+                output.verdicts.append(self._record(episode, rewards[key], judges.get(key), repairs.get(key), output,
+                                                    vectors.get(key)))
         return output
+
+    def _lesson_vectors(
+        self, episodes: list[EpisodeForReview], judges: dict[str, JudgeReply | None]
+    ) -> dict[str, Embedding]:
+        """The judge's lessons embedded in one call; without them each lesson is embedded as it is stored."""
+        lessons = {e.episode_id: judge.lesson for e in episodes if (judge := judges.get(e.episode_id)) and judge.lesson}
+        if self.lessons is None or not lessons:
+            return {}
+        try:
+            return dict(zip(lessons, self.lessons.embed(list(lessons.values())), strict=True))
+        except MemoryStoreError as exc:
+            log.warning("lessons not embedded together: %s", exc)
+            return {}
 
     def _judge_all(
         self, episodes: list[EpisodeForReview], rewards: dict[str, Reward | None], request: CriticInput
@@ -223,6 +239,7 @@ class Critic:
         judge: JudgeReply | None,
         repair: Trajectory | None,
         output: CriticOutput,
+        lesson_vector: Embedding | None = None,
     ) -> VerdictSummary:
         if judge is not None and not judge.well_formed:
             output.judge_malformed += 1
@@ -237,7 +254,7 @@ class Critic:
         critique = None
         if judge is not None and judge.critique:
             critique = judge.critique if not judge.first_error else f"first error at step {judge.first_error}: {judge.critique}"
-        lesson_id = self._keep_lesson(episode, judge, passed if reward is not None else None, output)
+        lesson_id = self._keep_lesson(episode, judge, passed if reward is not None else None, output, lesson_vector)
         with self.db.session() as session:
             stored = repo.get_episode(session, episode_id=episode.episode_id)
             repaired_id = None
@@ -285,16 +302,16 @@ class Critic:
         )
 
 
-    def _keep_lesson(
-        self, episode: EpisodeForReview, judge: JudgeReply | None, verified: bool | None, output: CriticOutput
-    ) -> str | None:
+    def _keep_lesson(self, episode: EpisodeForReview, judge: JudgeReply | None, verified: bool | None,
+                     output: CriticOutput, vector: Embedding | None) -> str | None:
         """Store the judge's lesson and credit the lessons the episode was shown; memory trouble loses no verdict."""
         if self.lessons is None:
             return None
         lesson_id = None
         try:
             if judge is not None and judge.lesson:
-                write = self.lessons.add(judge.lesson, environment=episode.task.environment, episode_id=episode.episode_id)
+                write = self.lessons.add(judge.lesson, environment=episode.task.environment,
+                                         episode_id=episode.episode_id, embedding=vector)
                 lesson_id = write.lesson_id
                 output.lessons_merged += int(write.merged)
                 output.lessons_added += int(not write.merged)

@@ -20,8 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lamarck.agents.actions import parse_action
 from lamarck.agents.harness import HarnessSpec, default_harness
+from lamarck.agents.prefetch import Prefetched, PrefetchSlot, prefetch
 from lamarck.agents.toolbox import LessonHandle, LessonSource, SkillSource, Toolbox
 from lamarck.curriculum.environment import Environment, TaskSpec
+from lamarck.memory.base import RetrievalQuery
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.storage.trajectory import OBSERVATION_PREFIX, Message, ToolCall, Trajectory, render_for_model
 
@@ -93,6 +95,7 @@ class Executor:
         self.skills = skills
         self.lessons = lessons
         self.max_concurrency = max_concurrency
+        self._prefetch = PrefetchSlot()
 
     def run(self, request: ExecutorInput) -> ExecutorOutput:
         started = time.perf_counter()
@@ -132,9 +135,11 @@ class Executor:
         toolbox = Toolbox()
         lessons: list[LessonHandle] = []
         messages: list[Message] = []
+        last = index == len(request.tasks) - 1
+        prefetched = self._prefetch.get(request, lambda: self._prefetched(request), last=last)
         if problem is None and environment is not None:
-            toolbox = self._toolbox(task, environment, harness)
-            lessons = self._lessons(task, harness)
+            toolbox = self._toolbox(task, environment, harness, prefetched)
+            lessons = self._lessons(task, harness, prefetched)
             messages = self._opening(task, environment, harness, toolbox, lessons)
         rollouts = []
         for sample in range(k):
@@ -151,16 +156,38 @@ class Executor:
             rollouts.append(_Rollout(attempt, harness, toolbox, now, done=problem is not None, step_seed=seed))
         return rollouts
 
-    def _toolbox(self, task: TaskSpec, environment: Environment, harness: HarnessSpec) -> Toolbox:
+    def _prefetched(self, request: ExecutorInput) -> Prefetched:
+        """Skills and lessons for all the request's usable tasks: one call per source, the prompts embedded together."""
+        skill_queries: list[RetrievalQuery] = []
+        lesson_queries: list[RetrievalQuery] = []
+        for task in request.tasks:
+            if _unusable(task, self.environments.get(task.environment)) is not None:
+                continue
+            harness = request.harnesses.get(task.environment) or default_harness(task.environment)
+            if harness.max_skills > 0:
+                skill_queries.append(RetrievalQuery(task.prompt, task.environment, harness.max_skills))
+            if harness.lesson_depth != 0:
+                lesson_queries.append(RetrievalQuery(task.prompt, task.environment, harness.lesson_depth))
+        return prefetch(request, skills=self.skills, skill_queries=skill_queries, lessons=self.lessons,
+                        lesson_queries=lesson_queries)
+
+    def _toolbox(
+        self, task: TaskSpec, environment: Environment, harness: HarnessSpec, prefetched: Prefetched
+    ) -> Toolbox:
         tools = [tool for tool in environment.tools() if harness.tools is None or tool.name in harness.tools]
         skills = []
         if self.skills is not None and harness.max_skills > 0:
-            skills = self.skills.retrieve(task.prompt, environment=task.environment, k=harness.max_skills)
+            found = prefetched.skills.get(RetrievalQuery(task.prompt, task.environment, harness.max_skills))
+            skills = list(found) if found is not None else self.skills.retrieve(
+                task.prompt, environment=task.environment, k=harness.max_skills)
         return Toolbox(tools=tools, skills=skills)
 
-    def _lessons(self, task: TaskSpec, harness: HarnessSpec) -> list[LessonHandle]:
+    def _lessons(self, task: TaskSpec, harness: HarnessSpec, prefetched: Prefetched) -> list[LessonHandle]:
         if self.lessons is None or harness.lesson_depth == 0:
             return []
+        found = prefetched.lessons.get(RetrievalQuery(task.prompt, task.environment, harness.lesson_depth))
+        if found is not None:
+            return list(found)
         return self.lessons.retrieve(task.prompt, environment=task.environment, k=harness.lesson_depth)
 
     def _opening(

@@ -26,6 +26,7 @@ from lamarck.agents.state import NewSkill, RunState, TaskItem, VerdictItem
 from lamarck.agents.summary import summarize
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.profile import CapabilityProfile
+from lamarck.memory.embedding_stats import EmbeddingCost, stats_of
 from lamarck.memory.lessons import LessonStore
 from lamarck.platform.events import BusEvent, EventBus
 from lamarck.platform.storage import repositories as repo
@@ -66,16 +67,23 @@ class RunAgents:
     listener: LoopListener | None = None
 
 
-def timed(name: str) -> Callable[[Callable[[LoopNodes, RunState], dict[str, Any]]], Callable[[LoopNodes, RunState], dict[str, Any]]]:
-    """Adds the node's wall time to the state and tells the listener when it starts and ends."""
+def timed(
+    name: str, *, embeds: bool = False
+) -> Callable[[Callable[[LoopNodes, RunState], dict[str, Any]]], Callable[[LoopNodes, RunState], dict[str, Any]]]:
+    """Adds the node's wall time (and, if it ``embeds``, its embedding cost) to the state and tells the listener when
+    it starts and ends. Nodes that run side by side must not both embed: each would count the other's cost."""
 
     def wrap(fn: Callable[[LoopNodes, RunState], dict[str, Any]]) -> Callable[[LoopNodes, RunState], dict[str, Any]]:
         def node(self: LoopNodes, state: RunState) -> dict[str, Any]:
             generation = state.get("generation", 0)
             self._notify(name, generation, finished=False)
+            embedded = self._embedding_cost() if embeds else None
             started = time.perf_counter()
             update = fn(self, state)
             seconds = time.perf_counter() - started
+            if embedded is not None:
+                cost = self._embedding_cost() - embedded
+                update.update(embedding_seconds={name: cost.seconds}, embedded_texts={name: cost.texts})
             update.setdefault("agent_seconds", {}).setdefault(name, 0.0)
             update.update(timings={name: seconds}, active_seconds=seconds)
             self._notify(name, generation, finished=True)
@@ -123,7 +131,7 @@ class LoopNodes:
         return {"generation_started": started_at, "tasks": items, "episode_ids": [], "verdicts": [], "new_skills": [],
                 "agent_seconds": {"propose": seconds}}
 
-    @timed("execute")
+    @timed("execute", embeds=True)
     def execute(self, state: RunState) -> dict[str, Any]:
         run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
         items = state["tasks"]
@@ -165,7 +173,7 @@ class LoopNodes:
             champion = repo.promoted_model_version(session)
         return champion.id if champion is not None else cfg.model_version
 
-    @timed("critique")
+    @timed("critique", embeds=True)
     def critique(self, state: RunState) -> dict[str, Any]:
         run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
         specs = {item["task_id"]: TaskSpec.model_validate(item["spec"]) for item in state["tasks"]}
@@ -199,7 +207,7 @@ class LoopNodes:
                            text=lesson.text, merged=not new_lesson)
         return {"verdicts": verdicts, "agent_seconds": {"critique": seconds}}
 
-    @timed("induce")
+    @timed("induce", embeds=True)
     def induce(self, state: RunState) -> dict[str, Any]:
         """Skills from this generation's verified successes, added through the critic's review."""
         if not self.a.config.induce_skills:
@@ -265,6 +273,8 @@ class LoopNodes:
             wall_seconds=time.time() - state.get("generation_started", time.time()),
             agent_seconds=sum(state.get("agent_seconds", {}).values()), node_seconds=state.get("timings", {}),
             usage_before=before, usage_after=after,
+            embedding_seconds=sum(state.get("embedding_seconds", {}).values()),
+            embedded_texts=sum(state.get("embedded_texts", {}).values()),
         )
         with self.a.db.session() as session:
             run = repo.get_run(session, run_id=run_id)
@@ -312,6 +322,12 @@ class LoopNodes:
             usage = repo.llm_usage(session, run_id=run_id)
         self._emit(event, run_id, generations_done=done, reason=reason, usage=usage,
                    active_seconds=round(state.get("active_seconds", 0.0), 3))
+
+    def _embedding_cost(self) -> EmbeddingCost:
+        """What the embedding functions of the lessons' and skills' memory have cost so far (usually one, shared)."""
+        owners = [self.a.library.memory, self.a.lessons.collection if self.a.lessons is not None else None]
+        found = {id(stats): stats for owner in owners if (stats := stats_of(owner)) is not None}
+        return sum((stats.snapshot() for stats in found.values()), EmbeddingCost())
 
     def _samples(self, task: TaskSpec) -> int:
         harness = self.a.harnesses.get(task.environment) or default_harness(task.environment)

@@ -51,6 +51,8 @@ class RunState(TypedDict, total=False):
     timings: Annotated[dict[str, float], merge]  # node -> wall seconds, this generation
     agent_seconds: Annotated[dict[str, float], merge]  # node -> seconds inside the agent it adapts
     active_seconds: Annotated[float, operator.add]  # wall time spent in nodes over the whole run
+    embedding_seconds: Annotated[dict[str, float], merge]  # node -> seconds in the embedding model, this generation
+    embedded_texts: Annotated[dict[str, int], merge]  # node -> texts the embedding model embedded, this generation
     outcome: str  # finished | budget_exhausted, set by the last node
 
 

@@ -44,6 +44,9 @@ class GenerationSummary(BaseModel):
     new_skills: list[str] = Field(default_factory=list)
     new_lessons: int = 0
     usage_total: dict[str, float] = Field(default_factory=dict)  # the run's LLM usage after this generation
+    embedding_seconds: float = 0.0  # in the embedding model (skill and lesson retrieval, lesson writes)
+    embedded_texts: int = 0  # texts the embedding model embedded (cache hits excluded)
+    embedding_seconds_per_episode: float = 0.0
 
     @property
     def success_rate(self) -> float:
@@ -67,6 +70,8 @@ def summarize(
     node_seconds: dict[str, float] | None = None,
     usage_before: dict[str, Any],
     usage_after: dict[str, Any],
+    embedding_seconds: float = 0.0,
+    embedded_texts: int = 0,
 ) -> GenerationSummary:
     cell_of = {t["task_id"]: (t["spec"]["environment"], int(t["spec"]["difficulty"])) for t in tasks}
     with db.session() as session:
@@ -134,6 +139,9 @@ def summarize(
         new_skills=[skill["name"] for skill in new_skills],
         new_lessons=sum(int(v["new_lesson"]) for v in verdicts),
         usage_total={key: float(value) for key, value in usage_after.items()},
+        embedding_seconds=embedding_seconds,
+        embedded_texts=embedded_texts,
+        embedding_seconds_per_episode=embedding_seconds / attempts if attempts else 0.0,
     )
 
 

@@ -120,6 +120,16 @@ class MemoryCollection(Protocol):
         """The ``k`` nearest records to a text (or to each of several texts), closest first; fewer if fewer match."""
         ...
 
+    def embed(self, texts: Sequence[str]) -> list[Embedding]:
+        """The collection's embeddings of ``texts``, in one call of its embedding function."""
+        ...
+
+    def query_vectors(
+        self, embeddings: Sequence[Embedding], k: int = 5, where: Where | None = None
+    ) -> list[list[MemoryHit]]:
+        """Like ``query`` with several texts, for vectors already embedded (e.g. by ``embed``)."""
+        ...
+
     def nearest(self, text: str, k: int = 5) -> list[MemoryHit]:
         """Unfiltered nearest neighbours with distances, for a curator deciding whether a lesson is a duplicate."""
         ...
@@ -172,7 +182,23 @@ class LessonHandle:
     text: str
 
 
+@dataclass(frozen=True)
+class RetrievalQuery:
+    """One task's look-up in a batch: its prompt, its environment, and how many results it wants."""
+
+    text: str
+    environment: str | None
+    k: int
+
+
 class LessonSource(Protocol):
     """Where the executor gets lessons for a task."""
 
     def retrieve(self, query: str, *, environment: str | None, k: int) -> list[LessonHandle]: ...
+
+
+@runtime_checkable
+class BatchLessonSource(LessonSource, Protocol):
+    """A lesson source that answers many tasks at once, embedding their prompts in one call."""
+
+    def retrieve_many(self, queries: Sequence[RetrievalQuery]) -> list[list[LessonHandle]]: ...

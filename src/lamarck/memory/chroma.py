@@ -109,6 +109,7 @@ class ChromaMemory:
             headroom=self._settings.evict_headroom,
             guard=self._guard,
             batch=self._batch,
+            embedding=self._embedding,
         )
         self._collections[name] = collection
         return collection

@@ -31,6 +31,8 @@ from lamarck.memory.filters import FilterError, to_chroma_where
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
+    from lamarck.memory.embeddings import MiniLMEmbedding
+
 log = logging.getLogger(__name__)
 
 SCAN_PAGE = 5000
@@ -66,9 +68,18 @@ class ChromaCollection:
     """One Chroma collection behind the ``MemoryCollection`` Protocol."""
 
     def __init__(
-        self, collection: Collection, name: str, *, max_entries: int, headroom: float, guard: ErrorGuard, batch: int
+        self,
+        collection: Collection,
+        name: str,
+        *,
+        max_entries: int,
+        headroom: float,
+        guard: ErrorGuard,
+        batch: int,
+        embedding: MiniLMEmbedding,
     ) -> None:
         self._chroma = collection
+        self._embedding = embedding
         self._name = name
         self._max_entries = max_entries
         self._headroom = headroom
@@ -82,6 +93,11 @@ class ChromaCollection:
     @property
     def max_entries(self) -> int:
         return self._max_entries
+
+    @property
+    def embedding(self) -> MiniLMEmbedding:
+        """The embedding function (its ``stats`` count what embedding costs)."""
+        return self._embedding
 
     @property
     def chroma(self) -> Collection:
@@ -155,14 +171,33 @@ class ChromaCollection:
         texts = [text] if isinstance(text, str) else list(text)
         if not texts:
             return []
+        hits = self._query({"query_texts": texts}, k, where)
+        return hits[0] if single else hits
+
+    def embed(self, texts: Sequence[str]) -> list[Embedding]:
+        if not texts:
+            return []
+        with self._guard(f"embed for {self._name}"):
+            return list(self._embedding.embed(list(texts)))
+
+    def query_vectors(
+        self, embeddings: Sequence[Embedding], k: int = 5, where: Where | None = None
+    ) -> list[list[MemoryHit]]:
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if len(embeddings) == 0:
+            return []
+        return self._query({"query_embeddings": np.asarray(embeddings, dtype=np.float32)}, k, where)
+
+    def _query(self, queries: dict[str, Any], k: int, where: Where | None) -> list[list[MemoryHit]]:
         with self._guard(f"query {self._name}"):
             result = self._chroma.query(
-                query_texts=texts,
+                **queries,
                 n_results=k,
                 where=to_chroma_where(where),
                 include=["documents", "metadatas", "distances"],
             )
-        hits = [
+        return [
             [
                 MemoryHit(record=MemoryRecord(id=rid, text=doc or "", metadata=dict(meta or {})), distance=float(dist))
                 for rid, doc, meta, dist in zip(ids, docs, metas, dists, strict=True)
@@ -175,7 +210,6 @@ class ChromaCollection:
                 strict=True,
             )
         ]
-        return hits[0] if single else hits
 
     def nearest(self, text: str, k: int = 5) -> list[MemoryHit]:
         return self.query(text, k)

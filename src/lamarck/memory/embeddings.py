@@ -4,19 +4,25 @@ Chroma's default embedding function downloads an ONNX model from the internet; L
 passes this one explicitly. It is registered with Chroma under ``lamarck_minilm_l6_v2``, so a persisted collection
 reopens with it (Chroma rebuilds it from ``get_config()``) without legacy warnings.
 
-The model loads lazily, once per process and model path, and is shared by every instance.
+The model loads lazily, once per process and model path, and is shared by every instance. Each instance keeps a
+small LRU cache of vectors keyed by text (a generation's task prompts are embedded once, though lessons and skills
+both look them up) and counts what embedding costs (``stats``).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
+
+from lamarck.memory.embedding_stats import EmbeddingCost, EmbeddingStats
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -26,6 +32,7 @@ log = logging.getLogger(__name__)
 EMBEDDING_NAME = "lamarck_minilm_l6_v2"
 DIMENSIONS = 384
 DEFAULT_BATCH_SIZE = 64
+DEFAULT_CACHE_SIZE = 4096  # vectors (1.5 KiB each)
 
 _models: dict[Path, SentenceTransformer] = {}
 _models_lock = threading.Lock()
@@ -65,31 +72,81 @@ def load_model(path: Path | None = None) -> SentenceTransformer:
         return model
 
 
+class VectorCache:
+    """Least-recently-used vectors by text; ``size`` 0 keeps nothing."""
+
+    def __init__(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"cache size must be at least 0, got {size}")
+        self.size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, texts: list[str]) -> list[np.ndarray | None]:
+        with self._lock:
+            found = [self._vectors.get(text) for text in texts]
+            for text, vector in zip(texts, found, strict=True):
+                if vector is not None:
+                    self._vectors.move_to_end(text)
+            return found
+
+    def put(self, texts: list[str], vectors: np.ndarray) -> None:
+        if self.size == 0:
+            return
+        with self._lock:
+            for text, vector in zip(texts, vectors, strict=True):
+                self._vectors[text] = vector.copy()  # a row of the batch would keep the whole batch alive
+                self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+
 @register_embedding_function
 class MiniLMEmbedding(EmbeddingFunction[Documents]):
     """all-MiniLM-L6-v2 sentence embeddings: 384 dimensions, L2-normalised, computed in batches on CPU."""
 
-    def __init__(self, model_path: str | Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.model_path = Path(model_path) if model_path is not None else None
         self.batch_size = batch_size
+        self.cache = VectorCache(cache_size)
+        self.stats = EmbeddingStats()
 
     def __call__(self, input: Documents) -> Embeddings:  # noqa: A002 - Chroma's parameter name
         return list(self.embed(list(input)))
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embeddings as one float32 array of shape (len(texts), 384)."""
+        """Embeddings as one float32 array of shape (len(texts), 384); texts not in the cache in one model call."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        vectors = load_model(self.model_path).encode(
-            texts,
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        found = self.cache.get(texts)
+        missing = list(dict.fromkeys(text for text, vector in zip(texts, found, strict=True) if vector is None))
+        computed: dict[str, np.ndarray] = {}
+        seconds = 0.0
+        if missing:
+            model = load_model(self.model_path)  # loading, once per process, is not counted as embedding
+            started = time.perf_counter()
+            vectors = _encode(model, missing, self.batch_size)
+            seconds = time.perf_counter() - started
+            self.cache.put(missing, vectors)
+            computed = dict(zip(missing, vectors, strict=True))
+        self.stats.record(EmbeddingCost(calls=int(bool(missing)), texts=len(missing),
+                                        cache_hits=len(texts) - len(missing), seconds=seconds))
+        return np.stack([vector if vector is not None else computed[text]
+                         for text, vector in zip(texts, found, strict=True)])
 
     @staticmethod
     def name() -> str:
@@ -120,3 +177,10 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
 
     def validate_config_update(self, old_config: dict[str, Any], new_config: dict[str, Any]) -> None:
         return
+
+
+def _encode(model: SentenceTransformer, texts: list[str], batch_size: int) -> np.ndarray:
+    vectors = model.encode(
+        texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+    )
+    return np.asarray(vectors, dtype=np.float32)

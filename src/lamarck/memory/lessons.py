@@ -6,6 +6,9 @@ being stored twice. Each episode that was shown a lesson counts for it (helpful 
 the episode passed) or against it (harmful when it failed); a lesson that keeps
 hurting is retired — kept for the record, never offered again. The vector collection
 is bounded; its ``utility`` metadata (helpful - harmful) decides what is evicted first.
+
+Embedding is the slow part (a model call), so a generation batches it: ``retrieve_many`` embeds all its
+prompts in one call, and the critic embeds its lessons with ``embed`` before adding them one by one.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lamarck.memory.base import UTILITY, LessonHandle, MemoryCollection, MemoryRecord
+from lamarck.memory.base import UTILITY, Embedding, LessonHandle, MemoryCollection, MemoryRecord, RetrievalQuery
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Lesson
@@ -35,12 +38,18 @@ class LessonStore:
         self.collection = collection
         self.dedup_distance = dedup_distance
 
-    def add(self, text: str, *, environment: str | None, episode_id: str) -> LessonWrite:
-        """Store a lesson, or merge it into a near-identical active one (an episode is counted once)."""
-        text = " ".join(text.split())[:MAX_LESSON_CHARS]
+    def add(
+        self, text: str, *, environment: str | None, episode_id: str, embedding: Embedding | None = None
+    ) -> LessonWrite:
+        """Store a lesson, or merge it into a near-identical active one (an episode is counted once).
+
+        ``embedding``, from ``embed``, saves embedding the text again."""
+        text = _clean(text)
         if not text:
             raise ValueError("a lesson needs some text")
-        twin = self._twin(text, environment)
+        if embedding is None:
+            embedding = self.collection.embed([text])[0]
+        twin = self._twin(embedding, environment)
         with self.db.session() as session:
             if twin is not None:
                 lesson = session.get(Lesson, twin)
@@ -51,23 +60,45 @@ class LessonStore:
                     return LessonWrite(lesson.id, merged=True)
             lesson = repo.add_lesson(session, text=text, environment=environment, source_episode_ids=[episode_id])
             lesson_id = lesson.id
-        self.collection.upsert([MemoryRecord(id=lesson_id, text=text, metadata=_metadata(environment, 0.0))])
+        record = MemoryRecord(id=lesson_id, text=text, metadata=_metadata(environment, 0.0))
+        self.collection.upsert([record], [embedding])
         return LessonWrite(lesson_id, merged=False)
 
-    def _twin(self, text: str, environment: str | None) -> str | None:
+    def embed(self, texts: Sequence[str]) -> list[Embedding]:
+        """The vectors ``add`` would compute for these lesson texts, all in one embedding call."""
+        return self.collection.embed([_clean(text) for text in texts])
+
+    def _twin(self, embedding: Embedding, environment: str | None) -> str | None:
         where = {"status": "active", "environment": environment or ""}
-        hits = self.collection.query(text, k=1, where=where)
+        hits = self.collection.query_vectors([embedding], k=1, where=where)[0]
         if hits and hits[0].distance <= self.dedup_distance:
             return hits[0].record.id
         return None
 
     def retrieve(self, query: str, *, environment: str | None, k: int) -> list[LessonHandle]:
-        if k <= 0 or self.collection.count() == 0:
-            return []
-        hits = self.collection.query(query, k=k, where={"status": "active", "environment": environment or ""})
-        if hits:
-            self.collection.touch([hit.record.id for hit in hits])
-        return [LessonHandle(id=hit.record.id, text=hit.record.text) for hit in hits]
+        return self.retrieve_many([RetrievalQuery(query, environment, k)])[0]
+
+    def retrieve_many(self, queries: Sequence[RetrievalQuery]) -> list[list[LessonHandle]]:
+        """Each query's active lessons from its environment, closest first; all texts embedded in one call."""
+        found: list[list[LessonHandle]] = [[] for _ in queries]
+        live = [index for index, query in enumerate(queries) if query.k > 0]
+        if not live or self.collection.count() == 0:
+            return found
+        texts = list(dict.fromkeys(queries[index].text for index in live))
+        vectors = dict(zip(texts, self.collection.embed(texts), strict=True))
+        groups: dict[tuple[str, int], list[int]] = {}
+        for index in live:
+            groups.setdefault((queries[index].environment or "", queries[index].k), []).append(index)
+        used: dict[str, None] = {}
+        for (environment, k), indices in groups.items():
+            where = {"status": "active", "environment": environment}
+            hits = self.collection.query_vectors([vectors[queries[i].text] for i in indices], k=k, where=where)
+            for index, row in zip(indices, hits, strict=True):
+                found[index] = [LessonHandle(id=hit.record.id, text=hit.record.text) for hit in row]
+                used.update(dict.fromkeys(hit.record.id for hit in row))
+        if used:
+            self.collection.touch(list(used))
+        return found
 
     def credit(self, lesson_ids: Sequence[str], *, passed: bool) -> list[str]:
         """Count an episode's outcome for the lessons it was shown; returns the ids retired by this call."""
@@ -93,6 +124,10 @@ class LessonStore:
     def get(self, lesson_id: str) -> Lesson | None:
         with self.db.session() as session:
             return session.get(Lesson, lesson_id)
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())[:MAX_LESSON_CHARS]
 
 
 def _metadata(environment: str | None, utility: float) -> dict[str, str | float]:

@@ -2,17 +2,18 @@
 
 ``add`` is the one way in (built-ins, plug-ins, induced candidates the critic approved, files from the CLI): it
 parses the code, checks the name, runs the tests in the sandbox, and only then writes. A rejection carries a
-one-line reason and changes nothing. ``retrieve`` implements the executor's ``SkillSource`` protocol.
+one-line reason and changes nothing. ``retrieve`` implements the executor's ``SkillSource`` protocol, and
+``retrieve_many`` its batch form (a generation's prompts embedded in one call).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lamarck.memory.base import MemoryCollection, MemoryStoreError, VectorMemory
+from lamarck.memory.base import MemoryCollection, MemoryStoreError, RetrievalQuery, VectorMemory
 from lamarck.platform.sandbox import Sandbox, SandboxUnavailable
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import SkillVersion
@@ -173,18 +174,30 @@ class SkillLibrary:
     # retrieval (the executor's SkillSource)
 
     def retrieve(self, query: str, *, environment: str | None = None, k: int = 3) -> list[SkillHandle]:
-        if k <= 0:
-            return []
-        similarities = self._similarities(query, k)
+        return self.retrieve_many([RetrievalQuery(query, environment, k)])[0]
+
+    def retrieve_many(self, queries: Sequence[RetrievalQuery]) -> list[list[SkillHandle]]:
+        """Each query's best ``k`` active skills (see ``retrieval.score``); all texts embedded in one call."""
+        found: list[list[SkillHandle]] = [[] for _ in queries]
+        live = [index for index, query in enumerate(queries) if query.k > 0]
+        if not live:
+            return found
+        similarities = self._similarities([queries[index] for index in live])
         with self.db.session() as session:
-            skills = store.list_skills(session)
-            views = {s.name: store.to_view(s) for s in skills if s.name in similarities}
-        ranked = sorted(
-            views.values(),
-            key=lambda v: -score(similarities[v.name][0], v, similarities[v.name][1] == environment,
-                                 self.config.ranking),
-        )
-        return [self.handle(view) for view in ranked[:k]]
+            wanted = {name for near in similarities for name in near}
+            views = {s.name: store.to_view(s) for s in store.list_skills(session) if s.name in wanted}
+        for index, near in zip(live, similarities, strict=True):
+            found[index] = [self.handle(view) for view in self._ranked(views, near, queries[index])]
+        return found
+
+    def _ranked(
+        self, views: dict[str, SkillView], near: dict[str, tuple[float, str | None]], query: RetrievalQuery
+    ) -> list[SkillView]:
+        config = self.config.ranking
+        candidates = [view for name, view in views.items() if name in near]  # by name, so ties keep that order
+        ranked = sorted(candidates, key=lambda v: -score(near[v.name][0], v, near[v.name][1] == query.environment,
+                                                         config))
+        return ranked[: query.k]
 
     def handle(self, view: SkillView) -> SkillHandle:
         info = analyse(view.code, view.name)
@@ -225,25 +238,32 @@ class SkillLibrary:
             return f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         return call_in_sandbox(self.sandbox, view.code, expression, wall_seconds=self.config.call_wall_seconds)
 
-    def _similarities(self, query: str, k: int) -> dict[str, tuple[float, str | None]]:
-        """name -> (similarity, environment the skill was learned in) for the active skills near the query."""
+    def _similarities(self, queries: Sequence[RetrievalQuery]) -> list[dict[str, tuple[float, str | None]]]:
+        """Per query: name -> (similarity, environment the skill was learned in) for the active skills near it."""
         collection = self._collection()
         if collection is not None and not self._indexed:
             self._heal_index(collection)
         if collection is None:
             with self.db.session() as session:
                 views = [store.to_view(s) for s in store.list_skills(session)]
-            return {v.name: (lexical_similarity(query, document(v)), None) for v in views}
+            return [{v.name: (lexical_similarity(q.text, document(v)), None) for v in views} for q in queries]
+        found: list[dict[str, tuple[float, str | None]]] = [{} for _ in queries]
+        by_k: dict[int, list[int]] = {}
+        for index, query in enumerate(queries):
+            by_k.setdefault(query.k * self.config.ranking.candidates_per_slot, []).append(index)
         try:
-            hits = collection.query(query, k=k * self.config.ranking.candidates_per_slot,
-                                    where={"status": store.ACTIVE})
+            texts = list(dict.fromkeys(query.text for query in queries))
+            vectors = dict(zip(texts, collection.embed(texts), strict=True))
+            for k, indices in by_k.items():
+                rows = collection.query_vectors([vectors[queries[i].text] for i in indices], k=k,
+                                                where={"status": store.ACTIVE})
+                for index, hits in zip(indices, rows, strict=True):
+                    for hit in hits:
+                        environment = hit.record.metadata.get("environment")
+                        found[index][hit.record.id] = (hit.score, str(environment) if environment is not None else None)
         except MemoryStoreError as exc:
             log.warning("skill retrieval without memory: %s", exc)
-            return {}
-        found: dict[str, tuple[float, str | None]] = {}
-        for hit in hits:
-            environment = hit.record.metadata.get("environment")
-            found[hit.record.id] = (hit.score, str(environment) if environment is not None else None)
+            return [{} for _ in queries]
         return found
 
     def _heal_index(self, collection: MemoryCollection) -> None:

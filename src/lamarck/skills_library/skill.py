@@ -18,11 +18,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from lamarck.memory.base import RetrievalQuery
 
 ProvenanceKind = Literal["builtin", "plugin", "induced", "user"]
 AddStatus = Literal["added", "new_version", "unchanged", "rejected"]
@@ -265,3 +267,10 @@ class SkillSource(Protocol):
     """Where the executor gets skills for a task (``SkillLibrary`` is one)."""
 
     def retrieve(self, query: str, *, environment: str | None, k: int) -> list[SkillHandle]: ...
+
+
+@runtime_checkable
+class BatchSkillSource(SkillSource, Protocol):
+    """A skill source that answers many tasks at once, embedding their prompts in one call."""
+
+    def retrieve_many(self, queries: Sequence[RetrievalQuery]) -> list[list[SkillHandle]]: ...
