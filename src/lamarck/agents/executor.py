@@ -1,17 +1,19 @@
 """The executor: a ReAct loop — reason, call a tool or skill, observe, repeat, answer.
 
-All rollouts of a batch advance together, one step at a time. The first step asks for
-``samples_per_task`` completions of each task's prompt in one call; later steps send
-every live rollout's next call concurrently, so the engine batches them into one
-forward pass instead of serving them one by one.
+Every rollout advances on its own: the first step asks for ``samples_per_task`` completions
+of each task's prompt in one call, and each rollout sends its next call as soon as its last
+observation is in, without waiting for the others. The engine batches continuously, so one
+episode's second step joins other episodes' first steps in the same forward pass.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,6 +82,35 @@ class _Rollout:
     skills: set[str] = field(default_factory=set)
 
 
+class _Tally:
+    """Model calls and seconds across the rollout threads, and how many steps are still under way."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.model_seconds = 0.0
+        self.error: Exception | None = None
+        self._outstanding = 0
+        self._changed = threading.Condition()
+
+    def begin(self) -> None:
+        with self._changed:
+            self._outstanding += 1
+
+    def record(self, seconds: float) -> None:
+        with self._changed:
+            self.calls += 1
+            self.model_seconds += seconds
+
+    def end(self) -> None:
+        with self._changed:
+            self._outstanding -= 1
+            self._changed.notify_all()
+
+    def wait(self) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: self._outstanding == 0)
+
+
 class Executor:
     def __init__(
         self,
@@ -100,28 +131,41 @@ class Executor:
     def run(self, request: ExecutorInput) -> ExecutorOutput:
         started = time.perf_counter()
         rollouts = [r for index, task in enumerate(request.tasks) for r in self._start(index, task, request)]
-        calls = 0
-        model_seconds = 0.0
-        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            first = [r for r in rollouts if not r.done]
-            by_task: dict[int, list[_Rollout]] = {}
-            for rollout in first:
+        by_task: dict[int, list[_Rollout]] = {}
+        for rollout in rollouts:
+            if not rollout.done:
                 by_task.setdefault(rollout.attempt.task_index, []).append(rollout)
-            groups = list(by_task.values())
-            results = list(pool.map(lambda group: self._first_step(group, request), groups))
-            calls += len(groups)
-            model_seconds += sum(results)
-            while live := [r for r in rollouts if not r.done]:
-                results = list(pool.map(lambda rollout: self._next_step(rollout, request), live))
-                calls += len(live)
-                model_seconds += sum(results)
+        tally = _Tally()
+        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
+
+            def step(work: Callable[[], float], rollouts_after: list[_Rollout]) -> None:
+                try:
+                    tally.record(work())
+                except Exception as exc:  # a bug, not a model failure: end the rollouts, re-raise below
+                    tally.error = tally.error or exc
+                    for rollout in rollouts_after:
+                        if not rollout.done:
+                            self._fail(rollout, f"executor error: {type(exc).__name__}: {exc}")
+                finally:
+                    for rollout in rollouts_after:
+                        if not rollout.done:
+                            tally.begin()
+                            pool.submit(step, functools.partial(self._next_step, rollout, request), [rollout])
+                    tally.end()
+
+            for group in by_task.values():
+                tally.begin()
+                pool.submit(step, functools.partial(self._first_step, group, request), group)
+            tally.wait()
+        if tally.error is not None:
+            raise tally.error
         for rollout in rollouts:
             rollout.attempt.skills_used = sorted(rollout.skills)
         return ExecutorOutput(
             attempts=[r.attempt for r in rollouts],
-            model_calls=calls,
+            model_calls=tally.calls,
             wall_seconds=time.perf_counter() - started,
-            model_seconds=model_seconds,
+            model_seconds=tally.model_seconds,
         )
 
     # setting up
