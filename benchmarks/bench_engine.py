@@ -1,10 +1,14 @@
-"""Generation throughput: the local engine vs plain transformers ``generate`` (fp32) vs the CPU's matmul limit.
+"""Generation throughput, side by side in one run: the embedded default engine (llama.cpp, Q8_0, continuous batching),
+llama.cpp itself driven directly in F32 and Q8_0 (one ``llama_batch`` over B sequences, no scheduler), the project's
+previous PyTorch engine, and plain transformers ``generate`` (fp32).
 
-Each row: N prompts of ~60 tokens, 64 new tokens each, greedy, eos ignored; throughput = generated tokens / wall time
-(prefill included). Rows "N distinct": N different prompts (they share the chat template's system prompt); rows
-"N x 1 prompt (n=N)": one prompt asked for N samples in one call (transformers: the prompt repeated N times).
-Engine and transformers are measured interleaved, ``--repeats`` times each, and the medians are reported.
-Run: ``python benchmarks/bench_engine.py [--sizes 1 8 32 64] [--shared 32] [--repeats 3] [--store DIR]``.
+Each row: B prompts of ~68 tokens, 64 new tokens each, greedy, eos ignored; throughput = generated tokens / wall
+time, prefill included. "n=B" rows ask one prompt for B samples (transformers: the prompt repeated B times).
+Prefill rows: tokens/s to read 32 distinct prompts and produce one token each. Set-up: seconds to write the serving
+files (quantize the bundled GGUF, convert a rank-16 LoRA adapter) and to start each engine. Engines are measured
+interleaved, ``--repeats`` times each, and the medians are reported.
+
+Run: ``python benchmarks/bench_engine.py [--sizes 1 8 32 64] [--repeats 2] [--store DIR]``.
 """
 
 from __future__ import annotations
@@ -13,132 +17,270 @@ import argparse
 import json
 import os
 import statistics
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-
-import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import torch  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
 from lamarck.platform.llm.engine import LocalEngine  # noqa: E402
-from lamarck.platform.llm.model_store import ModelStore  # noqa: E402
+from lamarck.platform.llm.gguf_files import base_gguf, write_lora_gguf  # noqa: E402
+from lamarck.platform.llm.llama_runtime import LlamaContext, LlamaModel  # noqa: E402
+from lamarck.platform.llm.model_store import ModelSpec, ModelStore  # noqa: E402
 from lamarck.platform.llm.sampling import SamplingParams  # noqa: E402
+from lamarck.platform.llm.torch_engine import TorchEngine  # noqa: E402
 from lamarck.platform.settings import EngineSettings  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+MODEL = "smollm2-135m"
 NEW_TOKENS = 64
 TOPICS = ["rivers", "volcanoes", "bridges", "the moon", "bees", "glaciers", "libraries", "trains"]
+Prompts = list[tuple[str, list[int]]]  # rendered text and its token ids
+Runner = Callable[[Prompts, int], float]  # (prompts, n samples) -> generated tok/s
 
 
-def prompts(count: int, engine: LocalEngine) -> list[str]:
+def prompt_texts(count: int, engine: LocalEngine, salt: str = "") -> list[str]:
+    """Distinct prompts; a new ``salt`` makes them new to every prefix cache (only the chat template's opening and
+    the first words repeat, as they would across real requests)."""
     out = []
     for i in range(count):
-        topic = TOPICS[i % len(TOPICS)]
-        text = (f"Request {i}: write a short, friendly explanation of {topic} for a curious ten year old. "
-                "Mention one surprising fact, one thing people often get wrong, and end with a question.")
+        text = (f"Request {salt}{i}: write a short, friendly explanation of {TOPICS[i % len(TOPICS)]} for a curious ten "
+                "year old. Mention one surprising fact, one thing people often get wrong, and end with a question.")
         out.append(engine.render_chat([{"role": "user", "content": text}]))
     return out
 
 
-def cpu_limit(params: int) -> dict:
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    for _ in range(3):
-        a @ b
-    runs, start = 10, time.perf_counter()
-    for _ in range(runs):
-        a @ b
-    gflops = 2 * 2048**3 * runs / (time.perf_counter() - start) / 1e9
-    return {"gflops": gflops, "tokens_per_s": gflops * 1e9 / (2 * params)}
+class RawLlama:
+    """llama.cpp with nothing around it: B sequences in one context, prefill in batches, greedy decode."""
+
+    def __init__(self, path: Path, max_batch: int) -> None:
+        self.model = LlamaModel(path)
+        self.context = LlamaContext(self.model, sequences=max_batch, tokens_per_sequence=256, batch_tokens=2048,
+                                    threads=os.cpu_count() or 1)
+
+    def generate(self, prompts: list[list[int]], new_tokens: int) -> float:
+        """Generated tokens/s: prefill every prompt in batches, then ``new_tokens`` greedy steps of all rows."""
+        start = time.perf_counter()
+        last = self._prefill(prompts)
+        for step in range(new_tokens - 1):
+            logits = self.context.decode(last, [len(p) + step for p in prompts], list(range(len(prompts))),
+                                         list(range(len(prompts))))
+            last = [int(row.argmax()) for row in logits]
+        return len(prompts) * new_tokens / (time.perf_counter() - start)
+
+    def prefill_rate(self, prompts: list[list[int]]) -> float:
+        start = time.perf_counter()
+        self._prefill(prompts)
+        return sum(len(p) for p in prompts) / (time.perf_counter() - start)
+
+    def _prefill(self, prompts: list[list[int]]) -> list[int]:
+        for sequence in range(len(prompts)):
+            self.context.remove(sequence)
+        last: list[int] = []
+        queue = [(s, i, t) for s, p in enumerate(prompts) for i, t in enumerate(p)]
+        while queue:
+            chunk, queue = queue[: self.context.batch_tokens], queue[self.context.batch_tokens:]
+            outputs = [k for k, (s, i, _) in enumerate(chunk) if i == len(prompts[s]) - 1]
+            logits = self.context.decode([t for _, _, t in chunk], [i for _, i, _ in chunk], [s for s, _, _ in chunk],
+                                         outputs)
+            last += [int(row.argmax()) for row in logits]
+        return last
+
+    def close(self) -> None:
+        self.context.close()
+        self.model.close()
 
 
-def bench_engine(engine: LocalEngine, texts: list[str], n: int = 1) -> float:
-    params = SamplingParams(max_tokens=NEW_TOKENS, ignore_eos=True, n=n)
+def engine_runner(engine: LocalEngine | TorchEngine) -> Runner:
+    def run(prompts: Prompts, n: int) -> float:
+        params = SamplingParams(max_tokens=NEW_TOKENS, ignore_eos=True, n=n)
+        start = time.perf_counter()
+        results = engine.generate(MODEL, [text for text, _ in prompts], params)
+        elapsed = time.perf_counter() - start
+        assert all(c.completion_tokens == NEW_TOKENS for r in results for c in r)
+        return len(prompts) * n * NEW_TOKENS / elapsed
+
+    return run
+
+
+def transformers_runner(model: torch.nn.Module, pad: int) -> Runner:
+    def run(prompts: Prompts, n: int) -> float:
+        rows = [ids for _, ids in prompts for _ in range(n)]
+        width = max(len(p) for p in rows)
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in rows])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in rows])
+        start = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=NEW_TOKENS,
+                                 min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=pad)
+        assert out.shape[1] - width == NEW_TOKENS
+        return len(rows) * NEW_TOKENS / (time.perf_counter() - start)
+
+    return run
+
+
+def raw_runner(raw: RawLlama) -> Runner:
+    return lambda prompts, n: raw.generate([ids for _, ids in prompts for _ in range(n)], NEW_TOKENS)
+
+
+def setup_times(spec: ModelSpec, adapter_dir: Path) -> dict[str, float]:
+    times: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = ModelSpec(spec.version, Path(tmp) / spec.base_dir.name)
+        scratch.base_dir.mkdir()
+        (scratch.base_dir / "lamarck_model.json").write_text((spec.base_dir / "lamarck_model.json").read_text())
+        for fmt in ("q8_0", "f32"):
+            start = time.perf_counter()
+            base_gguf(scratch, fmt)  # type: ignore[arg-type]
+            times[f"quantize_{fmt}_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        write_lora_gguf(adapter_dir, spec.base_dir, Path(tmp) / "adapter.gguf")
+        times["adapter_to_gguf_s"] = time.perf_counter() - start
+    return times
+
+
+def rank16_adapter(spec: ModelSpec, out: Path) -> Path:
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from lamarck.training.sft import LORA_TARGETS
+
+    base = AutoModelForCausalLM.from_pretrained(spec.base_dir, local_files_only=True)
+    get_peft_model(base, LoraConfig(r=16, lora_alpha=32, target_modules=LORA_TARGETS)).save_pretrained(out)
+    return out
+
+
+def prefill_rate_engine(engine: LocalEngine | TorchEngine, texts: list[str], tokens: int) -> float:
     start = time.perf_counter()
-    results = engine.generate("smollm2-135m", texts, params)
-    elapsed = time.perf_counter() - start
-    assert all(c.completion_tokens == NEW_TOKENS for r in results for c in r)
-    return len(texts) * n * NEW_TOKENS / elapsed
+    engine.generate(MODEL, texts, SamplingParams(max_tokens=1))
+    return tokens / (time.perf_counter() - start)
 
 
-def bench_transformers(model: torch.nn.Module, tokenizer, texts: list[str]) -> float:  # type: ignore[no-untyped-def]
-    tokenizer.padding_side = "left"
-    batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+def prefill_rate_transformers(model: torch.nn.Module, prompts: list[list[int]], pad: int) -> float:
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
     start = time.perf_counter()
     with torch.inference_mode():
-        out = model.generate(**batch, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
-                             pad_token_id=tokenizer.pad_token_id)
-    elapsed = time.perf_counter() - start
-    assert out.shape[1] - batch["input_ids"].shape[1] == NEW_TOKENS
-    return len(texts) * NEW_TOKENS / elapsed
+        model(input_ids=ids, attention_mask=mask)
+    return sum(len(p) for p in prompts) / (time.perf_counter() - start)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--shared", type=int, nargs="*", default=[32], help="n for the one-prompt, n-samples rows")
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE",
                                                                            REPO / ".cache" / "test-models")))
-    parser.add_argument("--shared", type=int, nargs="*", default=[32], help="n for the one-prompt, n-samples rows")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--skip-transformers", action="store_true")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "bench_engine.json")
     args = parser.parse_args()
-
-    from rich.console import Console
-    from rich.table import Table
     from transformers import AutoModelForCausalLM
 
     store = ModelStore(args.store)
     spec = store.import_default()
-    engine = LocalEngine(store, EngineSettings(max_batch_size=max(args.sizes + args.shared), batch_window_ms=0))
+    biggest = max(args.sizes + args.shared)
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = setup_times(spec, rank16_adapter(spec, Path(tmp) / "adapter"))
+    started = time.perf_counter()
+    embedded = LocalEngine(store, EngineSettings(slots=biggest))
+    setup["embedded_start_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    previous = TorchEngine(store, EngineSettings(backend="torch", max_batch_size=biggest, batch_window_ms=0))
+    setup["torch_engine_start_s"] = time.perf_counter() - started
+    raw = {fmt: RawLlama(base_gguf(spec, fmt), biggest) for fmt in ("q8_0", "f32")}  # type: ignore[arg-type]
     model = AutoModelForCausalLM.from_pretrained(spec.base_dir, dtype=torch.float32, local_files_only=True).eval()
-    n_params = sum(p.numel() for p in model.parameters())
-    limit = cpu_limit(n_params)
-    bench_engine(engine, prompts(2, engine))  # warm-up
-    cases = [(f"{size} distinct", prompts(size, engine), 1) for size in args.sizes]
-    cases += [(f"{size} x 1 prompt (n={size})", prompts(1, engine), size) for size in args.shared]
-    rows = []
-    for label, texts, n in cases:
-        ours, theirs, loads = [], [], []
-        for _ in range(args.repeats):  # interleaved, so both see the same machine load
-            loads.append(os.getloadavg()[0])
-            ours.append(bench_engine(engine, texts, n))
-            if not args.skip_transformers:
-                theirs.append(bench_transformers(model, engine.tokenizer, texts * n))
-        engine_tok_s = statistics.median(ours)
-        hf = statistics.median(theirs) if theirs else None
-        rows.append({"case": label, "batch": len(texts) * n, "shared_prompt": n > 1,
-                     "prompt_tokens": round(sum(engine.count_tokens(t) for t in texts) / len(texts), 1),
-                     "engine_tok_s": engine_tok_s, "transformers_tok_s": hf,
-                     "speedup": engine_tok_s / hf if hf else None, "engine_runs": ours, "transformers_runs": theirs,
-                     "load_average": statistics.median(loads)})
-        print(f"{label}: engine {engine_tok_s:.1f} tok/s, transformers {hf or 0:.1f} tok/s, load {rows[-1]['load_average']:.1f}",
-              flush=True)
-    engine.close()
-    distinct = [r for r in rows if not r["shared_prompt"]]
-    best = max(distinct, key=lambda r: r["engine_tok_s"])
-    result = {
-        "new_tokens": NEW_TOKENS, "threads": torch.get_num_threads(), "params": n_params, "repeats": args.repeats,
-        "cpu_gflops": limit["gflops"], "cpu_limit_tok_s": limit["tokens_per_s"],
-        "load_average": os.getloadavg(), "rows": rows, "best_batch": best["batch"],
-        "best_engine_tok_s": best["engine_tok_s"],
+    pad = embedded.tokenizer.eos_token_id
+
+    def fresh(count: int, salt: str) -> Prompts:
+        texts = prompt_texts(count, embedded, salt)
+        return [(t, embedded.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+
+    runners: dict[str, Runner] = {
+        "embedded": engine_runner(embedded),
+        "llama.cpp Q8_0": raw_runner(raw["q8_0"]),
+        "llama.cpp F32": raw_runner(raw["f32"]),
+        "torch engine": engine_runner(previous),
+        "transformers": transformers_runner(model, pad),
     }
-    table = Table(title=f"generation throughput, {NEW_TOKENS} new tokens, greedy (tokens/s, median of {args.repeats})")
-    for column in ("case", "prompt tok", "engine", "transformers fp32", "speedup", "load avg"):
-        table.add_column(column, justify="right")
+    for run in runners.values():  # warm-up
+        run(fresh(2, "warm-"), 1)
+    cases = [(f"{size} distinct", size, 1) for size in args.sizes]
+    cases += [(f"1 prompt, n={size}", 1, size) for size in args.shared]
+    rows = []
+    for label, count, n in cases:
+        runs: dict[str, list[float]] = {name: [] for name in runners}
+        loads = []
+        for repeat in range(args.repeats):
+            loads.append(os.getloadavg()[0])
+            for name, run in runners.items():
+                runs[name].append(run(fresh(count, f"{label}-{repeat}-{name}-"), n))
+        row = {"case": label, "batch": count * n, "n": n, "load_average": statistics.median(loads),
+               "tok_s": {name: statistics.median(values) for name, values in runs.items()}, "runs": runs}
+        rows.append(row)
+        print(label, {k: round(v, 1) for k, v in row["tok_s"].items()}, flush=True)
+    def prefill_prompts(name: str) -> Prompts:
+        return fresh(32, f"prefill-{name}-")
+
+    def tokens(prompts: Prompts) -> int:
+        return sum(len(ids) for _, ids in prompts)
+
+    chosen = {name: prefill_prompts(name) for name in runners}
+    prefill = {
+        "embedded": prefill_rate_engine(embedded, [t for t, _ in chosen["embedded"]], tokens(chosen["embedded"])),
+        "llama.cpp Q8_0": raw["q8_0"].prefill_rate([ids for _, ids in chosen["llama.cpp Q8_0"]]),
+        "llama.cpp F32": raw["f32"].prefill_rate([ids for _, ids in chosen["llama.cpp F32"]]),
+        "torch engine": prefill_rate_engine(previous, [t for t, _ in chosen["torch engine"]],
+                                            tokens(chosen["torch engine"])),
+        "transformers": prefill_rate_transformers(model, [ids for _, ids in chosen["transformers"]], pad),
+    }
+    embedded.close()
+    previous.close()
+    for r in raw.values():
+        r.close()
+
+    distinct = [r for r in rows if r["n"] == 1]
+    by_batch = {r["batch"]: r for r in distinct}
+    best = max(distinct, key=lambda r: r["tok_s"]["embedded"])
+    reference_b32 = by_batch.get(32, best)["tok_s"]["transformers"]
+    summary = {
+        "best_vs_transformers_b32": best["tok_s"]["embedded"] / reference_b32,
+        "b1_vs_llamacpp_b1": by_batch[1]["tok_s"]["embedded"] / by_batch[1]["tok_s"]["llama.cpp Q8_0"]
+        if 1 in by_batch else None,
+        "embedded_best_tok_s": best["tok_s"]["embedded"],
+        "embedded_best_batch": best["batch"],
+        "embedded_b1_tok_s": by_batch[1]["tok_s"]["embedded"] if 1 in by_batch else None,
+        "llamacpp_q8_b1_tok_s": by_batch[1]["tok_s"]["llama.cpp Q8_0"] if 1 in by_batch else None,
+        "transformers_b32_tok_s": reference_b32,
+        "targets": {"best_vs_transformers_b32": 2.0, "b1_vs_llamacpp_b1": 1.0},
+    }
+    result = {"summary": summary, "new_tokens": NEW_TOKENS, "threads": os.cpu_count(), "repeats": args.repeats,
+              "prompt_tokens_mean": tokens(chosen["embedded"]) / 32, "setup_seconds": setup,
+              "prefill_tok_s": prefill, "rows": rows, "load_average_end": os.getloadavg()}
+
+    table = Table(title=f"generated tokens/s ({NEW_TOKENS} new tokens, greedy, prefill included; median of "
+                        f"{args.repeats})")
+    table.add_column("case")
+    for name in runners:
+        table.add_column(name, justify="right")
+    table.add_column("load", justify="right")
     for r in rows:
-        if r["shared_prompt"] and r is rows[len(distinct)]:
-            table.add_section()  # the shared-prompt group
-        table.add_row(r["case"] + (" (best)" if r is best else ""), f"{r['prompt_tokens']:.0f}",
-                      f"{r['engine_tok_s']:.1f}",
-                      f"{r['transformers_tok_s']:.1f}" if r["transformers_tok_s"] else "-",
-                      f"{r['speedup']:.2f}x" if r["speedup"] else "-", f"{r['load_average']:.1f}")
+        table.add_row(r["case"] + (" (best)" if r is best else ""), *[f"{r['tok_s'][n]:.1f}" for n in runners],
+                      f"{r['load_average']:.1f}")
     table.add_section()
-    table.add_row("CPU FLOP limit", "", f"{limit['tokens_per_s']:.0f}", "", "", "")
-    Console().print(table)
-    Console().print(f"matmul: {limit['gflops']:.0f} GFLOP/s on {torch.get_num_threads()} threads (2 x params FLOPs per "
-                    f"token); load average {os.getloadavg()[0]:.1f}")
-    out = REPO / "benchmarks" / "results" / "bench_engine.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    table.add_row("prefill tok/s (32 prompts)", *[f"{prefill[n]:.0f}" for n in runners], "")
+    console = Console()
+    console.print(table)
+    console.print(f"set-up: {', '.join(f'{k} {v:.2f}' for k, v in setup.items())}")
+    console.print(f"best embedded / transformers b32 = {summary['best_vs_transformers_b32']:.2f}x (target 2x); "
+                  f"embedded b1 / llama.cpp Q8_0 b1 = {summary['b1_vs_llamacpp_b1']:.2f} (target 1.0)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,8 @@ class StepRecord:
     version: str
     rows: int
     prefill_tokens: int
+    seconds: float = 0.0  # in llama_decode
+    at: float = 0.0  # perf_counter when it ended
 
 
 class ContinuousBatcher:
@@ -223,9 +225,11 @@ class ContinuousBatcher:
             complete = row.pending is not None or row.fed + len(chunk) == len(row.prompt)
             if complete:
                 askers.append((row, len(tokens) - 1))
+        began = time.perf_counter()
         logits = self.context.decode(tokens, positions, sequences, [index for _, index in askers])
+        ended = time.perf_counter()
         self.prefilled_tokens += prefill
-        self.steps.append(StepRecord(version, len(decoding), prefill))
+        self.steps.append(StepRecord(version, len(decoding), prefill, ended - began, ended))
         for row, chunk in chunks:
             assert row.slot is not None
             row.slot.tokens.extend(chunk)

@@ -133,8 +133,10 @@ class LlamaContext:
             raise ModelStoreError(f"llama.cpp refused the adapter (status {status}): it does not fit this base model")
         self._adapter = adapter
 
-    def decode(self, tokens: list[int], positions: list[int], sequences: list[int], outputs: list[int]) -> np.ndarray:
-        """Run one batch; returns the logits [len(outputs), vocab] of the batch rows ``outputs`` (a copy)."""
+    def decode(self, tokens: list[int], positions: list[int], sequences: list[int],
+               outputs: list[int]) -> list[np.ndarray]:
+        """Run one batch; returns the logits [vocab] of each batch row in ``outputs``: views into llama.cpp's buffer,
+        valid until the next decode."""
         import llama_cpp
 
         count = len(tokens)
@@ -152,11 +154,9 @@ class LlamaContext:
         status = llama_cpp.llama_decode(self.pointer, self.batch)
         if status != 0:
             raise DecodeError(status)
-        result = np.empty((len(outputs), self.model.n_vocab), dtype=np.float32)
-        for row, index in enumerate(outputs):
-            pointer = llama_cpp.llama_get_logits_ith(self.pointer, index)
-            result[row] = np.ctypeslib.as_array(pointer, shape=(self.model.n_vocab,))
-        return result
+        vocab = self.model.n_vocab
+        return [np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.pointer, index), shape=(vocab,))
+                for index in outputs]
 
     def remove(self, sequence: int, start: int = 0) -> None:
         """Forget ``sequence``'s cells from position ``start`` on."""
