@@ -8,7 +8,7 @@ import pytest
 from lamarck.platform.llm.serving import ServingEngine as LocalEngine
 from lamarck.platform.llm.provider import register_local_provider
 
-MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
+MESSAGES = [{"role": "user", "content": "Name three colors."}]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -18,11 +18,11 @@ def registered(local_engine: LocalEngine) -> None:
 
 
 def test_completion_greedy() -> None:
-    response = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=12, temperature=0)
-    assert "Paris" in response.choices[0].message.content
+    response = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, temperature=0)
+    assert "Red" in response.choices[0].message.content
     assert response.choices[0].finish_reason == "stop"
     assert response.usage.prompt_tokens > 10 and 0 < response.usage.completion_tokens <= 12
-    again = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=12, temperature=0)
+    again = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, temperature=0)
     assert again.choices[0].message.content == response.choices[0].message.content
 
 
@@ -33,8 +33,8 @@ def test_params_honoured() -> None:
     second = litellm.completion(**kwargs)
     assert len(first.choices) == 2
     assert [c.message.content for c in first.choices] == [c.message.content for c in second.choices]
-    stopped = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=12, stop=["Paris"])
-    assert "Paris" not in stopped.choices[0].message.content
+    stopped = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stop=["Blue"])
+    assert "Blue" not in stopped.choices[0].message.content
 
 
 def test_acompletion() -> None:
@@ -43,9 +43,9 @@ def test_acompletion() -> None:
 
 
 def test_streaming() -> None:
-    chunks = list(litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=12, stream=True))
+    chunks = list(litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stream=True))
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
-    assert "Paris" in text
+    assert "Red" in text
 
 
 def test_unknown_model() -> None:

@@ -14,7 +14,7 @@ import uvicorn
 from lamarck.platform.llm.serving import ServingEngine as LocalEngine
 from lamarck.platform.llm.server import create_app
 
-MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
+MESSAGES = [{"role": "user", "content": "Name three colors."}]
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +44,14 @@ def test_models(client: openai.OpenAI) -> None:
 
 
 def test_chat_completion(client: openai.OpenAI) -> None:
-    response = client.chat.completions.create(model="smollm2-135m", messages=MESSAGES, max_tokens=12)
-    assert "Paris" in response.choices[0].message.content
+    response = client.chat.completions.create(model="smollm2-135m", messages=MESSAGES, max_tokens=16)
+    assert "Red" in response.choices[0].message.content
     assert response.usage.completion_tokens > 0 and response.choices[0].finish_reason == "stop"
 
 
 def test_streaming(client: openai.OpenAI) -> None:
-    full = client.chat.completions.create(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=12)
-    stream = client.chat.completions.create(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=12, stream=True)
+    full = client.chat.completions.create(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16)
+    stream = client.chat.completions.create(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stream=True)
     chunks = list(stream)
     assert len(chunks) > 3
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == full.choices[0].message.content
@@ -60,8 +60,8 @@ def test_streaming(client: openai.OpenAI) -> None:
 
 def test_litellm_openai_provider(base_url: str) -> None:
     response = litellm.completion(model="openai/smollm2-135m", api_base=base_url, api_key="unused",
-                                  messages=MESSAGES, max_tokens=12)
-    assert "Paris" in response.choices[0].message.content
+                                  messages=MESSAGES, max_tokens=16)
+    assert "Red" in response.choices[0].message.content
 
 
 def test_unknown_model_404(client: openai.OpenAI) -> None:
