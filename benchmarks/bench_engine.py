@@ -49,7 +49,8 @@ def prompt_texts(count: int, engine: LocalEngine, salt: str = "") -> list[str]:
     the first words repeat, as they would across real requests)."""
     out = []
     for i in range(count):
-        text = (f"Request {salt}{i}: write a short, friendly explanation of {TOPICS[i % len(TOPICS)]} for a curious ten "
+        topic = TOPICS[i % len(TOPICS)]
+        text = (f"Request {salt}{i}: write a short, friendly explanation of {topic} for a curious ten "
                 "year old. Mention one surprising fact, one thing people often get wrong, and end with a question.")
         out.append(engine.render_chat([{"role": "user", "content": text}]))
     return out

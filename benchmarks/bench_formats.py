@@ -89,7 +89,8 @@ def main() -> None:
         table.add_row(name, str(e["tasks"]), f"{e['f32']:.1%}", f"{e['q8_0']:.1%}", f"{e['verdicts_agree']:.0%}",
                       f"{e['q8_only_passed']} / {e['f32_only_passed']}", f"{e['sign_test_p']:.2f}")
     Console().print(table)
-    Console().print(f"pooled: p = {summary['pooled_sign_test_p']:.2f} ({'within' if summary['within_noise'] else 'beyond'}"
+    verdict = "within" if summary["within_noise"] else "beyond"
+    Console().print(f"pooled: p = {summary['pooled_sign_test_p']:.2f} ({verdict}"
                     f" noise); seconds F32 {seconds['f32']:.0f}, Q8_0 {seconds['q8_0']:.0f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"summary": summary, "environments": environments, "seconds": seconds,

@@ -18,6 +18,7 @@ import torch
 from lamarck.platform.llm.runner import KVCache, LlamaRunner, LoraWeights
 from lamarck.platform.llm.sampling import Completion, RowSampler, SamplingParams, choose_tokens
 from lamarck.platform.llm.speculative import Backoff, draft
+from lamarck.platform.llm.stops import first_stop, stream_delta
 
 
 @dataclass
@@ -142,7 +143,7 @@ class BatchRunner:
             row.generated.append(token)
             if row.params.stop or row.stream is not None:
                 row.text = self.decode(row.generated)
-                cut = _first_stop(row.text, row.params.stop)
+                cut = first_stop(row.text, row.params.stop)
                 if cut is not None:
                     row.text = row.text[:cut]
                     row.finish_reason = "stop"
@@ -165,22 +166,8 @@ class BatchRunner:
 
     @staticmethod
     def _emit(row: Row, final: bool) -> None:
-        if row.stream is None:
-            return
-        end = len(row.text)
-        if not final:
-            # hold back a possible stop-sequence prefix and a half-decoded character
-            end -= max((len(s) - 1 for s in row.params.stop), default=0)
-            if row.text.endswith("\ufffd"):
-                end = min(end, len(row.text) - 1)
-        if end > row.emitted:
-            row.stream.put(row.text[row.emitted:end])
-            row.emitted = end
-
-
-def _first_stop(text: str, stops: list[str]) -> int | None:
-    found = [i for i in (text.find(s) for s in stops) if i >= 0]
-    return min(found) if found else None
+        if row.stream is not None:
+            row.emitted = stream_delta(row.stream, row.text, row.emitted, row.params.stop, final)
 
 
 def _common_prefix(prompts: list[tuple[int, ...]]) -> int:

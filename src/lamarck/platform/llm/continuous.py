@@ -26,6 +26,7 @@ import numpy as np
 from lamarck.platform.llm.llama_runtime import LlamaContext
 from lamarck.platform.llm.row_sampling import RowChooser
 from lamarck.platform.llm.sampling import Completion, SamplingParams
+from lamarck.platform.llm.stops import first_stop, stream_delta
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +196,8 @@ class ContinuousBatcher:
 
     def _step(self, version: str) -> None:
         self.use_version(version)
-        decoding = [r for r in self._active if r.slot is not None and r.slot.version == version and r.pending is not None]
+        decoding = [r for r in self._active
+                    if r.slot is not None and r.slot.version == version and r.pending is not None]
         self._admit(version, self.context.batch_tokens - len(decoding))
         prefilling = [r for r in self._active if r.slot is not None and r.slot.version == version
                       and r.pending is None and not r.follows and r.fed < len(r.prompt)]
@@ -330,7 +332,7 @@ class ContinuousBatcher:
             row.generated.append(token)
             if row.params.stop or row.stream is not None:
                 row.text = self.decode_text(row.generated)
-                cut = _first_stop(row.text, row.params.stop)
+                cut = first_stop(row.text, row.params.stop)
                 if cut is not None:
                     row.text, row.finish_reason = row.text[:cut], "stop"
             if row.finish_reason is None and len(row.generated) >= row.budget:
@@ -375,28 +377,11 @@ def _common_prefix(held: np.ndarray, prompt: np.ndarray, limit: int) -> int:
     return int(differ[0]) if len(differ) else size
 
 
-def _first_stop(text: str, stops: list[str]) -> int | None:
-    found = [i for i in (text.find(s) for s in stops) if i >= 0]
-    return min(found) if found else None
-
-
 def _emit(row: Row, final: bool) -> None:
-    if row.stream is None:
-        return
-    end = len(row.text)
-    if not final:  # hold back a possible stop-sequence prefix and a half-decoded character
-        end -= max((len(s) - 1 for s in row.params.stop), default=0)
-        if row.text.endswith("\ufffd"):
-            end = min(end, len(row.text) - 1)
-    if end > row.emitted:
-        row.stream.put(row.text[row.emitted:end])
-        row.emitted = end
-    if final:
-        row.stream.put(None)
+    if row.stream is not None:
+        row.emitted = stream_delta(row.stream, row.text, row.emitted, row.params.stop, final)
 
 
 def _fail(row: Row, exc: BaseException) -> None:
     if not row.future.done():
         row.future.set_exception(exc)
-    if row.stream is not None:
-        row.stream.put(None)

@@ -14,10 +14,10 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future
 
 from lamarck.platform.llm.continuous import ContinuousBatcher, EngineClosedError, Group, Row, StepRecord
+from lamarck.platform.llm.frontend import EngineFrontEnd
 from lamarck.platform.llm.gguf_files import adapter_gguf, base_gguf
 from lamarck.platform.llm.llama_runtime import LlamaContext, LlamaModel
 from lamarck.platform.llm.model_store import ModelStore, ModelStoreError, _offline, strip_prefix
@@ -30,13 +30,14 @@ log = logging.getLogger(__name__)
 __all__ = ["Completion", "EngineClosedError", "LocalEngine", "SamplingParams"]
 
 
-class LocalEngine:
+class LocalEngine(EngineFrontEnd):
     def __init__(self, store: ModelStore, settings: EngineSettings | None = None,
                  base: str = DEFAULT_MODEL_VERSION) -> None:
         self.store = store
         self.settings = settings or EngineSettings()
         if self.settings.device != "cpu":
-            raise ValueError(f"the local engine runs on cpu only, not {self.settings.device!r}: set engine.device = 'cpu'")
+            raise ValueError(f"the local engine runs on cpu only, not {self.settings.device!r}: "
+                             "set engine.device = 'cpu'")
         spec = store.resolve(base)
         if spec.adapter_dir is not None:
             raise ModelStoreError(f"{base!r} is an adapter, not a base model: pass a base model version")
@@ -67,46 +68,6 @@ class LocalEngine:
     def prefix_stats(self) -> dict[str, int]:
         return {"prefilled_tokens": self._batcher.prefilled_tokens, "reused_tokens": self._batcher.reused_tokens}
 
-    def versions(self) -> list[str]:
-        return [v for v in self.store.versions() if self._serves(v)]
-
-    def chat(self, model: str, messages: list[dict], params: SamplingParams | None = None) -> list[Completion]:
-        return self.chat_batch(model, [messages], params)[0]
-
-    def chat_batch(self, model: str, conversations: list[list[dict]],
-                   params: SamplingParams | None = None) -> list[list[Completion]]:
-        return self.generate(model, [self.render_chat(c) for c in conversations], params)
-
-    def generate(self, model: str, prompts: list[str], params: SamplingParams | None = None) -> list[list[Completion]]:
-        params = params or SamplingParams()
-        futures = [self._submit(model, prompt, params) for prompt in prompts]
-        return [[f.result() for f in group] for group in futures]
-
-    def stream_chat(self, model: str, messages: list[dict], params: SamplingParams | None = None
-                    ) -> tuple[Iterator[str], Future[Completion]]:
-        """Text deltas as they are generated (n must be 1), and the final completion."""
-        params = params or SamplingParams()
-        if params.n != 1:
-            raise ValueError("streaming supports n=1 only")
-        deltas: queue.Queue[str | None] = queue.Queue()
-        [future] = self._submit(model, self.render_chat(messages), params, stream=deltas)
-
-        def iterate() -> Iterator[str]:
-            while (delta := deltas.get()) is not None:
-                yield delta
-
-        return iterate(), future
-
-    def render_chat(self, messages: list[dict]) -> str:
-        clean = [{"role": m.get("role", "user"), "content": _text(m.get("content"))} for m in messages]
-        if not clean:
-            raise ValueError("messages must not be empty")
-        with self._tokenizer_lock:
-            return self.tokenizer.apply_chat_template(clean, tokenize=False, add_generation_prompt=True)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self._encode(text))
-
     def forget_adapter(self, version: str) -> None:
         """Drop a loaded adapter and its cached prefixes, so the next request reloads it from the store."""
         version = strip_prefix(version)
@@ -125,13 +86,6 @@ class LocalEngine:
         self.close()
 
     # ---- request side ------------------------------------------------------------------------
-
-    def _serves(self, version: str) -> bool:
-        try:
-            spec = self.store.resolve(version)
-        except ModelStoreError:
-            return False
-        return spec.base_dir.name == self.base
 
     def _check(self, version: str) -> None:
         """Fail fast, in the caller's thread: unknown versions, foreign bases, adapters that do not convert."""
@@ -163,14 +117,6 @@ class LocalEngine:
         rows = [Row(ids, params, RowChooser(params, index), Future(), now, stream=stream) for index in range(params.n)]
         self._batcher.submit(Group(version, rows))
         return [row.future for row in rows]
-
-    def _encode(self, text: str) -> list[int]:
-        with self._tokenizer_lock:
-            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    def _decode(self, ids: list[int]) -> str:
-        with self._tokenizer_lock:
-            return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     # ---- batcher thread ----------------------------------------------------------------------
 
@@ -206,13 +152,3 @@ def _eos_ids(tokenizer, base_dir) -> set[int]:  # type: ignore[no-untyped-def]
         configured = None
     eos |= set(configured) if isinstance(configured, list) else {configured}
     return {e for e in eos if e is not None}
-
-
-def _text(content: object) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # OpenAI content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content)

@@ -175,7 +175,8 @@ class _temporary:
 
 
 def _manifest(base_dir: Path) -> dict:
-    return _read_json(base_dir / MANIFEST, f"{base_dir} is not an imported base model: run `lamarck models import-default`")
+    problem = f"{base_dir} is not an imported base model: run `lamarck models import-default`"
+    return _read_json(base_dir / MANIFEST, problem)
 
 
 def _read_json(path: Path, problem: str) -> dict:

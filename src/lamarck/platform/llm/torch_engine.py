@@ -13,7 +13,6 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ import torch
 
 from lamarck.platform.llm.batching import BatchRunner, Row
 from lamarck.platform.llm.continuous import EngineClosedError
+from lamarck.platform.llm.frontend import EngineFrontEnd
 from lamarck.platform.llm.model_store import ModelStore, ModelStoreError, strip_prefix
 from lamarck.platform.llm.runner import LlamaRunner, LoraWeights, load_lora
 from lamarck.platform.llm.sampling import Completion, RowSampler, SamplingParams
@@ -46,7 +46,7 @@ class BatchRecord:
     requests: int
 
 
-class TorchEngine:
+class TorchEngine(EngineFrontEnd):
     def __init__(self, store: ModelStore, settings: EngineSettings | None = None,
                  base: str = DEFAULT_MODEL_VERSION) -> None:
         self.store = store
@@ -98,47 +98,6 @@ class TorchEngine:
 
     # ---- public API --------------------------------------------------------------------------
 
-    def versions(self) -> list[str]:
-        return [v for v in self.store.versions() if self._serves(v)]
-
-    def chat(self, model: str, messages: list[dict], params: SamplingParams | None = None) -> list[Completion]:
-        return self.chat_batch(model, [messages], params)[0]
-
-    def chat_batch(self, model: str, conversations: list[list[dict]],
-                   params: SamplingParams | None = None) -> list[list[Completion]]:
-        return self.generate(model, [self.render_chat(c) for c in conversations], params)
-
-    def generate(self, model: str, prompts: list[str], params: SamplingParams | None = None) -> list[list[Completion]]:
-        params = params or SamplingParams()
-        futures = [self._submit(model, prompt, params) for prompt in prompts]
-        return [[f.result() for f in group] for group in futures]
-
-    def stream_chat(self, model: str, messages: list[dict], params: SamplingParams | None = None
-                    ) -> tuple[Iterator[str], Future[Completion]]:
-        """Text deltas as they are generated (n must be 1), and the final completion."""
-        params = params or SamplingParams()
-        if params.n != 1:
-            raise ValueError("streaming supports n=1 only")
-        deltas: queue.Queue[str | None] = queue.Queue()
-        [future] = self._submit(model, self.render_chat(messages), params, stream=deltas)
-        future.add_done_callback(lambda _f: deltas.put(None))
-
-        def iterate() -> Iterator[str]:
-            while (delta := deltas.get()) is not None:
-                yield delta
-
-        return iterate(), future
-
-    def render_chat(self, messages: list[dict]) -> str:
-        clean = [{"role": m.get("role", "user"), "content": _text(m.get("content"))} for m in messages]
-        if not clean:
-            raise ValueError("messages must not be empty")
-        with self._tokenizer_lock:
-            return self.tokenizer.apply_chat_template(clean, tokenize=False, add_generation_prompt=True)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self._encode(text))
-
     def close(self) -> None:
         if self._closed:
             return
@@ -153,13 +112,6 @@ class TorchEngine:
         self.close()
 
     # ---- request side ------------------------------------------------------------------------
-
-    def _serves(self, version: str) -> bool:
-        try:
-            spec = self.store.resolve(version)
-        except ModelStoreError:
-            return False
-        return spec.base_dir.name == self.base
 
     def _lora_for(self, version: str) -> LoraWeights | None:
         with self._adapter_lock:
@@ -183,14 +135,6 @@ class TorchEngine:
         with self._adapter_lock:
             if version != self.base:
                 self._adapters.pop(strip_prefix(version), None)
-
-    def _encode(self, text: str) -> list[int]:
-        with self._tokenizer_lock:
-            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    def _decode(self, ids: list[int]) -> str:
-        with self._tokenizer_lock:
-            return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def _submit(self, model: str, prompt: str, params: SamplingParams,
                 stream: queue.Queue | None = None) -> list[Future[Completion]]:
@@ -280,13 +224,3 @@ def _fail(row: Row, exc: BaseException) -> None:
     future = getattr(row.deliver, "__self__", None)
     if isinstance(future, Future) and not future.done():
         future.set_exception(exc)
-
-
-def _text(content: object) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # OpenAI content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content)
