@@ -5,8 +5,9 @@ previous PyTorch engine, and plain transformers ``generate`` (fp32).
 Each row: B prompts of ~68 tokens, 64 new tokens each, greedy, eos ignored; throughput = generated tokens / wall
 time, prefill included. "n=B" rows ask one prompt for B samples (transformers: the prompt repeated B times).
 Prefill rows: tokens/s to read 32 distinct prompts and produce one token each. Set-up: seconds to write the serving
-files (quantize the bundled GGUF, convert a rank-16 LoRA adapter) and to start each engine. Engines are measured
-interleaved, ``--repeats`` times each, and the medians are reported.
+files (quantize the bundled GGUF, convert a rank-16 LoRA adapter) and to start each engine. Each engine runs in a
+process of its own (in one process, torch's and llama.cpp's OpenMP threads spin against each other and halve
+llama.cpp's speed), one after the other, ``--repeats`` times per case, and the medians are reported.
 
 Run: ``python benchmarks/bench_engine.py [--sizes 1 8 32 64] [--repeats 2] [--store DIR]``.
 """
@@ -17,6 +18,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -44,7 +47,7 @@ Prompts = list[tuple[str, list[int]]]  # rendered text and its token ids
 Runner = Callable[[Prompts, int], float]  # (prompts, n samples) -> generated tok/s
 
 
-def prompt_texts(count: int, engine: LocalEngine, salt: str = "") -> list[str]:
+def prompt_texts(count: int, tokenizer, salt: str = "") -> list[str]:  # type: ignore[no-untyped-def]
     """Distinct prompts; a new ``salt`` makes them new to every prefix cache (only the chat template's opening and
     the first words repeat, as they would across real requests)."""
     out = []
@@ -52,7 +55,8 @@ def prompt_texts(count: int, engine: LocalEngine, salt: str = "") -> list[str]:
         topic = TOPICS[i % len(TOPICS)]
         text = (f"Request {salt}{i}: write a short, friendly explanation of {topic} for a curious ten "
                 "year old. Mention one surprising fact, one thing people often get wrong, and end with a question.")
-        out.append(engine.render_chat([{"role": "user", "content": text}]))
+        out.append(tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                                 add_generation_prompt=True))
     return out
 
 
@@ -156,13 +160,14 @@ def rank16_adapter(spec: ModelSpec, out: Path) -> Path:
     return out
 
 
-def prefill_rate_engine(engine: LocalEngine | TorchEngine, texts: list[str], tokens: int) -> float:
+def prefill_rate_engine(engine: LocalEngine | TorchEngine, prompts: Prompts) -> float:
     start = time.perf_counter()
-    engine.generate(MODEL, texts, SamplingParams(max_tokens=1))
-    return tokens / (time.perf_counter() - start)
+    engine.generate(MODEL, [text for text, _ in prompts], SamplingParams(max_tokens=1))
+    return sum(len(ids) for _, ids in prompts) / (time.perf_counter() - start)
 
 
-def prefill_rate_transformers(model: torch.nn.Module, prompts: list[list[int]], pad: int) -> float:
+def prefill_rate_transformers(model: torch.nn.Module, prompts_: Prompts, pad: int) -> float:
+    prompts = [ids for _, ids in prompts_]
     width = max(len(p) for p in prompts)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
@@ -172,78 +177,98 @@ def prefill_rate_transformers(model: torch.nn.Module, prompts: list[list[int]], 
     return sum(len(p) for p in prompts) / (time.perf_counter() - start)
 
 
+ENGINES = ["embedded", "llama.cpp Q8_0", "llama.cpp F32", "torch engine", "transformers"]
+
+
+def measure(name: str, args: argparse.Namespace) -> dict:
+    """One engine, every case, in this process alone: engines in one process slow each other down (torch's and
+    llama.cpp's OpenMP threads spin against each other), so each runs in a process of its own."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    store = ModelStore(args.store)
+    spec = store.resolve(MODEL)
+    biggest = max(args.sizes + args.shared)
+    tokenizer = AutoTokenizer.from_pretrained(spec.base_dir, local_files_only=True)
+    started = time.perf_counter()
+    engine: LocalEngine | TorchEngine | None = None
+    if name == "embedded":
+        engine = LocalEngine(store, EngineSettings(slots=biggest))
+        run, prefill = engine_runner(engine), lambda p: prefill_rate_engine(engine, p)
+    elif name == "torch engine":
+        engine = TorchEngine(store, EngineSettings(backend="torch", max_batch_size=biggest, batch_window_ms=0))
+        run, prefill = engine_runner(engine), lambda p: prefill_rate_engine(engine, p)
+    elif name.startswith("llama.cpp"):
+        raw = RawLlama(base_gguf(spec, "q8_0" if name.endswith("Q8_0") else "f32"), biggest)
+        run, prefill = raw_runner(raw), lambda p: raw.prefill_rate([ids for _, ids in p])
+    else:
+        model = AutoModelForCausalLM.from_pretrained(spec.base_dir, dtype=torch.float32, local_files_only=True).eval()
+        pad = tokenizer.eos_token_id
+        run, prefill = transformers_runner(model, pad), lambda p: prefill_rate_transformers(model, p, pad)
+    start_seconds = time.perf_counter() - started
+
+    def fresh(count: int, salt: str) -> Prompts:
+        texts = prompt_texts(count, tokenizer, salt)
+        return [(t, tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+
+    run(fresh(2, "warm-"), 1)
+    rows = []
+    for label, count, n in cases(args):
+        runs, loads = [], []
+        for repeat in range(args.repeats):
+            loads.append(os.getloadavg()[0])
+            runs.append(run(fresh(count, f"{label}-{repeat}-"), n))
+        rows.append({"case": label, "tok_s": statistics.median(runs), "runs": runs, "load": statistics.median(loads)})
+        print(f"{name}: {label}: {rows[-1]['tok_s']:.1f} tok/s", flush=True)
+    prompts = fresh(32, "prefill-")
+    result = {"rows": rows, "prefill_tok_s": prefill(prompts), "start_s": start_seconds,
+              "prompt_tokens_mean": sum(len(ids) for _, ids in prompts) / len(prompts)}
+    if engine is not None:
+        engine.close()
+    return result
+
+
+def cases(args: argparse.Namespace) -> list[tuple[str, int, int]]:
+    return ([(f"{size} distinct", size, 1) for size in args.sizes]
+            + [(f"1 prompt, n={size}", 1, size) for size in args.shared])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--shared", type=int, nargs="*", default=[32], help="n for the one-prompt, n-samples rows")
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE",
                                                                            REPO / ".cache" / "test-models")))
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "bench_engine.json")
+    parser.add_argument("--only", choices=ENGINES, help=argparse.SUPPRESS)  # the child process of one engine
+    parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from transformers import AutoModelForCausalLM
+    if args.only:
+        args.child_out.write_text(json.dumps(measure(args.only, args)))
+        return
 
     store = ModelStore(args.store)
     spec = store.import_default()
-    biggest = max(args.sizes + args.shared)
     with tempfile.TemporaryDirectory() as tmp:
         setup = setup_times(spec, rank16_adapter(spec, Path(tmp) / "adapter"))
-    started = time.perf_counter()
-    embedded = LocalEngine(store, EngineSettings(slots=biggest))
-    setup["embedded_start_s"] = time.perf_counter() - started
-    started = time.perf_counter()
-    previous = TorchEngine(store, EngineSettings(backend="torch", max_batch_size=biggest, batch_window_ms=0))
-    setup["torch_engine_start_s"] = time.perf_counter() - started
-    raw = {fmt: RawLlama(base_gguf(spec, fmt), biggest) for fmt in ("q8_0", "f32")}  # type: ignore[arg-type]
-    model = AutoModelForCausalLM.from_pretrained(spec.base_dir, dtype=torch.float32, local_files_only=True).eval()
-    pad = embedded.tokenizer.eos_token_id
-
-    def fresh(count: int, salt: str) -> Prompts:
-        texts = prompt_texts(count, embedded, salt)
-        return [(t, embedded.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-
-    runners: dict[str, Runner] = {
-        "embedded": engine_runner(embedded),
-        "llama.cpp Q8_0": raw_runner(raw["q8_0"]),
-        "llama.cpp F32": raw_runner(raw["f32"]),
-        "torch engine": engine_runner(previous),
-        "transformers": transformers_runner(model, pad),
-    }
-    for run in runners.values():  # warm-up
-        run(fresh(2, "warm-"), 1)
-    cases = [(f"{size} distinct", size, 1) for size in args.sizes]
-    cases += [(f"1 prompt, n={size}", 1, size) for size in args.shared]
+        measured = {}
+        for name in ENGINES:
+            child = Path(tmp) / "child.json"
+            command = [sys.executable, __file__, "--only", name, "--child-out", str(child), "--store", str(args.store),
+                       "--repeats", str(args.repeats), "--sizes", *map(str, args.sizes), "--shared",
+                       *map(str, args.shared)]
+            subprocess.run(command, check=True)
+            measured[name] = json.loads(child.read_text())
+    setup["embedded_start_s"] = measured["embedded"]["start_s"]
+    setup["torch_engine_start_s"] = measured["torch engine"]["start_s"]
+    prefill = {name: measured[name]["prefill_tok_s"] for name in ENGINES}
     rows = []
-    for label, count, n in cases:
-        runs: dict[str, list[float]] = {name: [] for name in runners}
-        loads = []
-        for repeat in range(args.repeats):
-            loads.append(os.getloadavg()[0])
-            for name, run in runners.items():
-                runs[name].append(run(fresh(count, f"{label}-{repeat}-{name}-"), n))
-        row = {"case": label, "batch": count * n, "n": n, "load_average": statistics.median(loads),
-               "tok_s": {name: statistics.median(values) for name, values in runs.items()}, "runs": runs}
-        rows.append(row)
-        print(label, {k: round(v, 1) for k, v in row["tok_s"].items()}, flush=True)
-    def prefill_prompts(name: str) -> Prompts:
-        return fresh(32, f"prefill-{name}-")
-
-    def tokens(prompts: Prompts) -> int:
-        return sum(len(ids) for _, ids in prompts)
-
-    chosen = {name: prefill_prompts(name) for name in runners}
-    prefill = {
-        "embedded": prefill_rate_engine(embedded, [t for t, _ in chosen["embedded"]], tokens(chosen["embedded"])),
-        "llama.cpp Q8_0": raw["q8_0"].prefill_rate([ids for _, ids in chosen["llama.cpp Q8_0"]]),
-        "llama.cpp F32": raw["f32"].prefill_rate([ids for _, ids in chosen["llama.cpp F32"]]),
-        "torch engine": prefill_rate_engine(previous, [t for t, _ in chosen["torch engine"]],
-                                            tokens(chosen["torch engine"])),
-        "transformers": prefill_rate_transformers(model, [ids for _, ids in chosen["transformers"]], pad),
-    }
-    embedded.close()
-    previous.close()
-    for r in raw.values():
-        r.close()
+    for index, (label, count, n) in enumerate(cases(args)):
+        rows.append({"case": label, "batch": count * n, "n": n,
+                     "tok_s": {name: measured[name]["rows"][index]["tok_s"] for name in ENGINES},
+                     "runs": {name: measured[name]["rows"][index]["runs"] for name in ENGINES},
+                     "load_average": max(measured[name]["rows"][index]["load"] for name in ENGINES)})
+    runners = ENGINES
 
     distinct = [r for r in rows if r["n"] == 1]
     by_batch = {r["batch"]: r for r in distinct}
@@ -261,7 +286,7 @@ def main() -> None:
         "targets": {"best_vs_transformers_b32": 2.0, "b1_vs_llamacpp_b1": 1.0},
     }
     result = {"summary": summary, "new_tokens": NEW_TOKENS, "threads": os.cpu_count(), "repeats": args.repeats,
-              "prompt_tokens_mean": tokens(chosen["embedded"]) / 32, "setup_seconds": setup,
+              "prompt_tokens_mean": measured["embedded"]["prompt_tokens_mean"], "setup_seconds": setup,
               "prefill_tok_s": prefill, "rows": rows, "load_average_end": os.getloadavg()}
 
     table = Table(title=f"generated tokens/s ({NEW_TOKENS} new tokens, greedy, prefill included; median of "
