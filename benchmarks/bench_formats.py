@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -30,10 +31,18 @@ from lamarck.platform.llm.model_store import ModelStore  # noqa: E402
 from lamarck.platform.llm.provider import register_local_provider  # noqa: E402
 from lamarck.platform.sandbox import Sandbox  # noqa: E402
 from lamarck.platform.settings import EngineSettings, GatewaySettings, ModelRoutes, SandboxSettings  # noqa: E402
-from lamarck.training.gate import sign_test_p  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
+
+
+def two_sided_sign_test(wins: int, losses: int) -> float:
+    """Exact two-sided sign test over the discordant tasks (neither format is assumed the better one)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
 
 
 def main() -> None:
@@ -71,7 +80,7 @@ def main() -> None:
         environments[name] = {
             "tasks": len(f32), "f32": sum(f32.values()) / len(f32), "q8_0": sum(q8.values()) / len(q8),
             "verdicts_agree": sum(1 for k in f32 if q8[k] == f32[k]) / len(f32),
-            "q8_only_passed": wins, "f32_only_passed": losses, "sign_test_p": sign_test_p(wins, losses),
+            "q8_only_passed": wins, "f32_only_passed": losses, "sign_test_p": two_sided_sign_test(wins, losses),
         }
     pooled_wins = sum(e["q8_only_passed"] for e in environments.values())
     pooled_losses = sum(e["f32_only_passed"] for e in environments.values())
@@ -79,8 +88,8 @@ def main() -> None:
         "per_environment": {k: {"f32": v["f32"], "q8_0": v["q8_0"]} for k, v in environments.items()},
         "verdicts_agree": sum(e["verdicts_agree"] * e["tasks"] for e in environments.values())
         / sum(e["tasks"] for e in environments.values()),
-        "pooled_sign_test_p": sign_test_p(pooled_wins, pooled_losses),
-        "within_noise": sign_test_p(pooled_wins, pooled_losses) >= 0.05,
+        "pooled_sign_test_p": two_sided_sign_test(pooled_wins, pooled_losses),
+        "within_noise": two_sided_sign_test(pooled_wins, pooled_losses) >= 0.05,
     }
     table = Table(title=f"held-out success of {MODEL}: F32 vs Q8_0 ({args.per_level} tasks per level, greedy)")
     for column in ("environment", "tasks", "F32", "Q8_0", "verdicts agree", "Q8 only / F32 only", "sign test p"):
