@@ -54,6 +54,8 @@ bench: setup
 	$(PY) benchmarks/bench_executor.py
 	$(PY) benchmarks/bench_orchestrator.py
 	$(PY) benchmarks/bench_training.py
+	$(PY) benchmarks/bench_formats.py
+	$(PY) benchmarks/bench_tools.py
 
 # The proof that the loop improves the model: about 100 minutes on a 2-core CPU (see README, Performance).
 bench-evolution: setup
