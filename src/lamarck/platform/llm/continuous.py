@@ -252,13 +252,22 @@ class ContinuousBatcher:
     # ---- admission and slots -----------------------------------------------------------------
 
     def _admit(self, version: str, budget: int) -> None:
+        """Bind waiting groups to free slots. A group whose prompt shares a long prefix, not yet held by any slot,
+        with a prompt admitted in this same step waits one step, then copies that prefix instead of prefilling it
+        again (a generation's tasks share their system prompt and demonstrations)."""
         kept: deque[Group] = deque()
+        admitted: list[np.ndarray] = []
         while self._waiting:
             group = self._waiting.popleft()
             free = [s for s in self.slots if s.row is None]
             if group.version != version or len(free) < len(group.rows) or budget <= 0:
                 kept.append(group)
                 continue
+            prompt = np.asarray(group.rows[0].prompt, dtype=np.int64)
+            if admitted and self._sibling_prefill_helps(prompt, admitted, version):
+                kept.append(group)
+                continue
+            admitted.append(prompt)
             lead, *followers = group.rows
             lead_slot = self._place(lead, version, free)
             budget -= len(lead.prompt) - lead.fed
@@ -272,6 +281,12 @@ class ContinuousBatcher:
                 self._followers[id(lead)] = followers
             self._active.extend(group.rows)
         self._waiting = kept
+
+    def _sibling_prefill_helps(self, prompt: np.ndarray, admitted: list[np.ndarray], version: str) -> bool:
+        limit = len(prompt) - 1
+        held = max((_common_prefix(s.array(), prompt, limit) for s in self.slots if s.version == version), default=0)
+        shared = max(_common_prefix(other, prompt, limit) for other in admitted)
+        return shared - held >= MIN_COPY_PREFIX
 
     def _place(self, row: Row, version: str, free: list[Slot]) -> Slot:
         """Bind ``row`` to the lowest free slot, starting from the longest cached prefix of its prompt."""
