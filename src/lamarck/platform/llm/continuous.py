@@ -65,6 +65,13 @@ class Group:
     rows: list[Row]
 
 
+@dataclass(frozen=True)
+class Forget:
+    """A request, queued behind earlier work, to drop a version's cached prefixes and its adapter."""
+
+    version: str
+
+
 @dataclass
 class Slot:
     index: int
@@ -103,7 +110,7 @@ class ContinuousBatcher:
         self.steps: deque[StepRecord] = deque(maxlen=2000)
         self.prefilled_tokens = 0
         self.reused_tokens = 0
-        self._queue: queue.Queue[Group | None] = queue.Queue()
+        self._queue: queue.Queue[Group | Forget | None] = queue.Queue()
         self._waiting: deque[Group] = deque()
         self._active: list[Row] = []
         self._followers: dict[int, list[Row]] = {}  # id(lead row) -> rows that copy its prefill
@@ -130,7 +137,7 @@ class ContinuousBatcher:
 
     def forget_version(self, version: str) -> None:
         """Stop reusing cached prefixes computed under ``version`` (its weights changed)."""
-        self._queue.put(Group(version=f"\0forget:{version}", rows=[]))
+        self._queue.put(Forget(version))
 
     # ---- the loop ----------------------------------------------------------------------------
 
@@ -154,7 +161,7 @@ class ContinuousBatcher:
                     group = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                for row in group.rows if group else []:
+                for row in group.rows if isinstance(group, Group) else []:
                     _fail(row, closed)
 
     def _intake(self, block: bool) -> bool:
@@ -168,8 +175,8 @@ class ContinuousBatcher:
             first = False
             if group is None:
                 return False
-            if group.version.startswith("\0forget:"):
-                forgotten = group.version.removeprefix("\0forget:")
+            if isinstance(group, Forget):
+                forgotten = group.version
                 if any(r.slot is not None and r.slot.version == forgotten for r in self._active):
                     self._queue.put(group)  # rows of that version still run; forget after them
                     return True
