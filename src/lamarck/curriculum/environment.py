@@ -75,6 +75,23 @@ class Environment(Protocol):
     def tools(self) -> list[ToolSpec]: ...
 
 
+class Hints(Protocol):
+    """Help an environment can give the teacher at rollout; the student never sees it.
+
+    Optional: an environment that provides hints implements both methods (``provides_hints`` checks). A
+    glossary is general (no task's numbers or answer); a solution hint comes from the task's hidden reference
+    and is privileged: ``share`` in (0, 1] says how much of the reference solution to reveal, 1.0 the whole.
+    """
+
+    def glossary(self) -> str: ...
+
+    def solution_hint(self, task: TaskSpec, share: float) -> str | None: ...
+
+
+def provides_hints(environment: object) -> bool:
+    return callable(getattr(environment, "glossary", None)) and callable(getattr(environment, "solution_hint", None))
+
+
 class TrainingNotAllowed(ValueError):
     """Raised by evaluation-only environments when asked for training tasks."""
 
