@@ -1,4 +1,8 @@
-"""Multi-step arithmetic word problems with exact integer answers."""
+"""Multi-step arithmetic word problems with exact integer answers, phrased in many template families.
+
+The difficulty ladder fixes the computation (steps, operand sizes, operations); the family and the language
+(``arithmetic_language``) vary on top of it, so a model cannot pass by learning a handful of sentence templates.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,13 @@ import random
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Literal
 
 from lamarck.curriculum.calculator import calculator_tool
 from lamarck.curriculum.environment import Reward, TaskSpec, ToolSpec, check_difficulty, check_task
+from lamarck.curriculum.environments.arithmetic_families import REPORT_FAMILIES, TRAINING_FAMILIES
+from lamarck.curriculum.environments.arithmetic_hints import expression_key, glossary, solution_hint
+from lamarck.curriculum.environments.arithmetic_language import render, style_for
 
 
 @dataclass(frozen=True)
@@ -33,37 +41,8 @@ LEVELS: dict[int, Level] = {
     9: Level(7, 9999, 9999, ("add", "sub", "mul", "div", "mod"), max_factor=99),
 }
 
-NAMES = ("Mia", "Omar", "Lena", "Ravi", "Sofia", "Tom", "Aiko", "Noah", "Zara", "Ivan", "Priya", "Leo", "Nia", "Jonas")
-ITEMS = (
-    "apples", "marbles", "stickers", "coins", "books", "pencils", "cookies", "stamps", "shells", "cards",
-    "bottles", "bricks", "seeds", "tickets", "beads", "candles",
-)  # fmt: skip
-
-_ADD = (
-    "{name} gets {n} more {item}.",
-    "A friend gives {name} {n} {item}.",
-    "{name} buys {n} {item} at the market.",
-    "{name} finds {n} extra {item}.",
-)
-_SUB = (
-    "{name} gives away {n} {item}.",
-    "{name} sells {n} of the {item}.",
-    "{name} loses {n} {item}.",
-    "{name} uses up {n} {item}.",
-)
-_MUL = (
-    "{name} ends up with {n} times as many {item} as before.",
-    "Each of the {item} is swapped for {n} new ones.",
-)
-_DIV = (
-    "{name} shares all the {item} equally among {n} friends and keeps one friend's share (leftovers are thrown away).",
-    "{name} splits the {item} into {n} equal piles as large as possible and keeps just one pile.",
-)
-_MOD = (
-    "{name} packs the {item} into boxes of {n} and ships every full box away, keeping only the leftovers.",
-)
-_TEMPLATES = {"add": _ADD, "sub": _SUB, "mul": _MUL, "div": _DIV, "mod": _MOD}
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "//", "mod": "%"}
+Split = Literal["train", "report"]
 
 ANSWER_FORMAT = "Work step by step, then end with a final line 'The answer is N.' where N is a whole number."
 
@@ -75,28 +54,53 @@ class ArithmeticEnv:
     answer_format = ANSWER_FORMAT
     training_allowed = True
 
-    def generate(self, difficulty: int, rng: random.Random) -> TaskSpec:
+    training_families: tuple[str, ...] = tuple(family.name for family in TRAINING_FAMILIES)
+    report_families: tuple[str, ...] = tuple(family.name for family in REPORT_FAMILIES)
+
+    def generate(self, difficulty: int, rng: random.Random, *, split: Split = "train") -> TaskSpec:
+        """A task of ``difficulty``; ``split="report"`` draws from the report families, which training never sees."""
         check_difficulty(self.name, self.difficulties, difficulty)
+        if split not in ("train", "report"):
+            raise ValueError(f"{self.name}: split must be 'train' or 'report', got {split!r}")
         level = LEVELS[difficulty]
-        name, item = rng.choice(NAMES), rng.choice(ITEMS)
-        value = rng.randint(2, level.max_start)
-        sentences = [f"{name} has {value} {item}."]
+        value = start = rng.randint(2, level.max_start)
         expression = str(value)
-        ops: list[str] = []
+        steps: list[tuple[str, int]] = []
         for _ in range(level.steps):
             op, operand = _pick_step(rng, level, value)
             value = _apply(op, value, operand)
-            sentences.append(rng.choice(_TEMPLATES[op]).format(name=name, n=operand, item=item))
             expression = f"({expression} {_SYMBOL[op]} {operand})"
-            ops.append(op)
-        sentences.append(f"How many {item} does {name} have now?")
+            steps.append((op, operand))
+        ops = [op for op, _ in steps]
+        pool = TRAINING_FAMILIES if split == "train" else REPORT_FAMILIES
+        family = rng.choice([family for family in pool if set(ops) <= family.ops])
+        distractor_max = min(60, max(20, level.max_operand))
+        problem = render(family, start, steps, rng, style_for(difficulty), distractor_max=distractor_max)
         return TaskSpec(
             environment=self.name,
             difficulty=difficulty,
-            prompt=" ".join(sentences),
+            prompt=problem.prompt,
             reference={"answer": value, "expression": expression[1:-1] if ops else expression},
-            metadata={"steps": len(ops), "ops": ops},
+            metadata={
+                "family": family.name,
+                "split": split,
+                "ops": ops,
+                "steps": len(ops),
+                "quantities": [start, *(operand for _, operand in steps)],
+                "distractors": list(problem.distractors),
+                "order": problem.order,
+            },
         )
+
+    def task_key(self, task: TaskSpec) -> str:
+        """The task's underlying computation, whatever its wording: its canonical expression."""
+        return expression_key(str(task.reference["expression"]))
+
+    def glossary(self) -> str:
+        return glossary(TRAINING_FAMILIES)
+
+    def solution_hint(self, task: TaskSpec, share: float) -> str | None:
+        return solution_hint(task, share)
 
     def verify(self, task: TaskSpec, answer: str) -> Reward:
         check_task(self.name, task)
