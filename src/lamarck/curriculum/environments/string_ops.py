@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import random
 import re
 from collections.abc import Callable
@@ -87,59 +89,83 @@ class Op:
     fn: Callable[..., str]
     describe: str
     params: Callable[[random.Random], dict[str, Any]] | None = None
-    min_level: int = 1
+    min_level: int = 3
+    variants: tuple[str, ...] = ()  # other wordings of ``describe``, same placeholders
+
+    def wordings(self) -> tuple[str, ...]:
+        return (self.describe, *self.variants)
 
 
 OPS: tuple[Op, ...] = (
-    Op("reverse", reverse, "reverse the whole string"),
-    Op("upper", upper, "convert every letter to upper case"),
-    Op("lower", lower, "convert every letter to lower case"),
-    Op("remove_vowels", remove_vowels, "remove every vowel (a, e, i, o, u in either case)"),
-    Op("reverse_words", reverse_words, "reverse the order of the words (separated by single spaces)", min_level=2),
-    Op("sort_words", sort_words, "sort the words by character code (upper case sorts first)", min_level=2),
-    Op("reverse_each_word", reverse_each_word, "reverse the letters of each word, keeping the word order", min_level=2),
-    Op("capitalize_words", capitalize_words, "upper-case the first letter of each word, lower-case the rest", min_level=2),
-    Op("swap_case", swap_case, "swap the case of every letter", min_level=3),
+    Op("reverse", reverse, "reverse the whole string", min_level=2,
+       variants=("write the text backwards", "reverse the order of all its characters")),
+    Op("upper", upper, "convert every letter to upper case", min_level=1,
+       variants=("write it in capital letters", "make every letter uppercase")),
+    Op("lower", lower, "convert every letter to lower case", min_level=2,
+       variants=("write it in small letters", "make every letter lowercase")),
+    Op("remove_vowels", remove_vowels, "remove every vowel (a, e, i, o, u in either case)",
+       variants=("delete all vowels (a, e, i, o, u, upper or lower case)",)),
+    Op("reverse_words", reverse_words, "reverse the order of the words (separated by single spaces)", min_level=4,
+       variants=("put the words in the opposite order, keeping each word as it is",)),
+    Op("sort_words", sort_words, "sort the words by character code (upper case sorts first)", min_level=4),
+    Op("reverse_each_word", reverse_each_word, "reverse the letters of each word, keeping the word order",
+       min_level=4, variants=("write each word backwards but keep the words where they are",)),
+    Op("capitalize_words", capitalize_words, "upper-case the first letter of each word, lower-case the rest",
+       min_level=1, variants=("capitalize each word (first letter upper case, the rest lower case)",)),
+    Op("swap_case", swap_case, "swap the case of every letter", min_level=5,
+       variants=("turn upper-case letters into lower case and lower-case letters into upper case",)),
     Op(
         "caesar",
         caesar,
         "shift every letter {shift} places forward in the alphabet, wrapping z to a and keeping case",
         lambda rng: {"shift": rng.randint(1, 25)},
-        min_level=3,
+        min_level=5,
     ),
     Op(
         "dedupe_chars",
         dedupe_chars,
         "remove every character that already appeared earlier in the string (case-sensitive; spaces are kept)",
-        min_level=3,
+        min_level=5,
     ),
     Op(
         "rotate_left",
         rotate_left,
         "move the first {k} characters of the string to its end",
         lambda rng: {"k": rng.randint(1, 4)},
-        min_level=4,
+        min_level=6,
     ),
     Op(
         "replace_char",
         replace_char,
         "replace every '{old}' with '{new}'",
         lambda rng: {"old": rng.choice("aeinorst"), "new": rng.choice("xyzqjk")},
-        min_level=4,
+        min_level=6,
+        variants=("change each '{old}' into '{new}'",),
     ),
-)
+)  # fmt: skip
 OPS_BY_NAME = {op.name: op for op in OPS}
 
-# level -> (number of composed ops, (min words, max words))
-LEVELS: dict[int, tuple[int, tuple[int, int]]] = {
-    1: (1, (1, 1)),
-    2: (1, (2, 3)),
-    3: (2, (2, 3)),
-    4: (2, (3, 4)),
-    5: (3, (3, 5)),
-    6: (4, (4, 6)),
-    7: (5, (5, 7)),
-    8: (6, (6, 9)),
+
+@dataclass(frozen=True)
+class Level:
+    n_ops: int
+    words: tuple[int, int]
+    max_word_length: int = 99
+    capitals: float = 0.0  # chance that a word is capitalised (or, at the easy levels, all upper case)
+
+
+# Levels 1-2 are one op on one word, where the base model succeeds some of the time; 3-10 compose more ops.
+LEVELS: dict[int, Level] = {
+    1: Level(1, (1, 1), max_word_length=5),
+    2: Level(1, (1, 1), capitals=0.4),
+    3: Level(1, (1, 1)),
+    4: Level(1, (2, 3)),
+    5: Level(2, (2, 3)),
+    6: Level(2, (3, 4)),
+    7: Level(3, (3, 5), capitals=0.3),
+    8: Level(4, (4, 6), capitals=0.3),
+    9: Level(5, (5, 7), capitals=0.3),
+    10: Level(6, (6, 9), capitals=0.3),
 }
 
 WORDS = (
@@ -148,6 +174,17 @@ WORDS = (
     "marble", "copper", "violet", "thunder", "blanket", "crystal", "lantern", "harbor", "meadow", "pepper", "quartz",
     "jungle", "kitten", "lemon", "mango", "north", "orbit", "puzzle", "salt", "tiger", "velvet", "wagon", "zebra",
 )  # fmt: skip
+
+_SINGLE = (
+    'Take the word "{text}" and {step}. What is the result?',
+    'What do you get when you take "{text}" and {step}?',
+    'Start with the text "{text}" and {step}. What is the final text?',
+)
+_MULTI = (
+    ('Start with the text "{text}" and apply these steps in order:\n', "\nWhat is the final text?"),
+    ('Take the string "{text}". Apply the following steps one after another:\n', "\nWhat string do you get?"),
+    ('Here is a text: "{text}"\nTransform it with these steps, in order:\n', "\nGive the resulting text."),
+)
 
 ANSWER_FORMAT = "Think step by step, then end with a final line 'ANSWER: <final string>' (no quotes)."
 
@@ -161,15 +198,18 @@ class StringOpsEnv:
 
     def generate(self, difficulty: int, rng: random.Random) -> TaskSpec:
         check_difficulty(self.name, self.difficulties, difficulty)
-        n_ops, (low, high) = LEVELS[difficulty]
+        level = LEVELS[difficulty]
+        words_pool = [w for w in WORDS if len(w) <= level.max_word_length]
+        pool = [op for op in OPS if op.min_level <= difficulty]
         while True:
-            words = [rng.choice(WORDS) for _ in range(rng.randint(low, high))]
-            if difficulty >= 5:
-                words = [w.capitalize() if rng.random() < 0.3 else w for w in words]
+            words = [rng.choice(words_pool) for _ in range(rng.randint(*level.words))]
+            if difficulty <= 2:
+                words = [w.upper() if rng.random() < level.capitals else w for w in words]
+            else:
+                words = [w.capitalize() if rng.random() < level.capitals else w for w in words]
             text = " ".join(words)
-            pool = [op for op in OPS if op.min_level <= difficulty]
             steps = []
-            for _ in range(n_ops):
+            for _ in range(level.n_ops):
                 op = rng.choice([o for o in pool if not steps or o.name != steps[-1][0].name])
                 steps.append((op, op.params(rng) if op.params else {}))
             result, trace = text, []
@@ -178,12 +218,13 @@ class StringOpsEnv:
                 trace.append(result)
             if result and result == result.strip() and "  " not in result and result != text:
                 break
-        lines = [f"{i}. {op.describe.format(**params)}" for i, (op, params) in enumerate(steps, start=1)]
-        prompt = (
-            f'Start with the text "{text}" and apply these steps in order:\n'
-            + "\n".join(lines)
-            + "\nWhat is the final text?"
-        )
+        described = [rng.choice(op.wordings()).format(**params) for op, params in steps]
+        if len(steps) == 1 and rng.random() < 0.5:
+            prompt = rng.choice(_SINGLE).format(text=text, step=described[0])
+        else:
+            head, tail = rng.choice(_MULTI)
+            lines = [f"{i}. {step}" for i, step in enumerate(described, start=1)]
+            prompt = head.format(text=text) + "\n".join(lines) + tail
         return TaskSpec(
             environment=self.name,
             difficulty=difficulty,
@@ -194,8 +235,18 @@ class StringOpsEnv:
                 "ops": [{"name": op.name, "params": params} for op, params in steps],
                 "intermediate": trace,
             },
-            metadata={"n_ops": n_ops, "length": len(text), "ops": [op.name for op, _ in steps]},
+            metadata={"n_ops": level.n_ops, "length": len(text), "ops": [op.name for op, _ in steps]},
         )
+
+    def task_key(self, task: TaskSpec) -> str:
+        """The underlying transformation: the input text and the op list with parameters, not the wording."""
+        return str(task.reference["input"]) + "|" + json.dumps(task.reference["ops"], sort_keys=True)
+
+    def glossary(self) -> str:
+        return glossary()
+
+    def solution_hint(self, task: TaskSpec, share: float) -> str | None:
+        return solution_hint(task, share)
 
     def verify(self, task: TaskSpec, answer: str) -> Reward:
         check_task(self.name, task)
@@ -245,3 +296,51 @@ def apply_ops(text: str, ops: list[dict[str, Any]]) -> str:
     for step in ops:
         text = OPS_BY_NAME[step["name"]].fn(text, **step.get("params", {}))
     return text
+
+
+_GLOSSARY_TEXT = "banana Red"
+_GLOSSARY_PARAMS: dict[str, dict[str, Any]] = {
+    "caesar": {"shift": 2},
+    "rotate_left": {"k": 2},
+    "replace_char": {"old": "a", "new": "x"},
+}
+
+
+def glossary() -> str:
+    """General help without any task's text: what each operation does, shown on one fixed example."""
+    lines = [
+        "Apply the steps one at a time, in the order given, each to the text the previous step produced.",
+        "Write down the text after every step, then give only the last one on the final line 'ANSWER: <text>'.",
+        f'What each operation does, shown on "{_GLOSSARY_TEXT}":',
+    ]
+    for op in OPS:
+        params = _GLOSSARY_PARAMS.get(op.name, {})
+        lines.append(f'- {op.describe.format(**params)}: "{op.fn(_GLOSSARY_TEXT, **params)}"')
+    return "\n".join(lines)
+
+
+def solution_hint(task: TaskSpec, share: float) -> str | None:
+    """The text after the first ceil(share * ops) steps (all steps with share 1.0).
+
+    With one step and share < 1 it reveals the start of the answer instead: the first share of its characters.
+    """
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    ops = task.reference.get("ops")
+    text = task.reference.get("input")
+    if not ops or text is None:
+        return None
+    trace, current = [], str(text)
+    for step in ops:
+        current = OPS_BY_NAME[step["name"]].fn(current, **step.get("params", {}))
+        trace.append(current)
+    if share >= 1.0:
+        steps = "; ".join(f'after step {i} it is "{value}"' for i, value in enumerate(trace, start=1))
+        return f'Starting from "{text}": {steps}. The final text is "{trace[-1]}".'
+    shown = min(math.ceil(share * len(trace)), len(trace) - 1)
+    if shown == 0:
+        answer = trace[-1]
+        prefix = answer[: max(1, min(len(answer) - 1, math.floor(share * len(answer))))]
+        return f'The resulting text starts with "{prefix}".'
+    steps = "; ".join(f'after step {i} it is "{value}"' for i, value in enumerate(trace[:shown], start=1))
+    return f'Starting from "{text}": {steps}. Continue with the remaining steps.'
