@@ -95,3 +95,26 @@ def test_extract_code():
     assert extract_code("x\n```python\ndef f():\n    return 1\n```\nmore ```py\nf()\n```") == "def f():\n    return 1\n"
     assert extract_code("def f(): return 2") == "def f(): return 2\n"
     assert extract_code("```\ndef g(): pass\n") == "def g(): pass\n"
+
+
+def test_phrasing_varies_and_hints():
+    from lamarck.curriculum.environment import provides_hints
+
+    env = PythonFunctionsEnv()
+    tasks = [env.generate(d, random.Random(s)) for d in env.difficulties for s in range(20)]
+    assert len({t.prompt.split("`", 1)[0] for t in tasks}) >= 3
+    assert provides_hints(env) and "```python" in env.glossary()
+    task = _task_for(env, "grade")
+    solution = task.reference["solution"].rstrip()
+    assert solution in env.solution_hint(task, 1.0)
+    half = env.solution_hint(task, 0.5)
+    assert solution not in half and solution.splitlines()[0] in half
+    proposed = task.model_copy(update={"reference": {"function_name": "f", "tests": []}})
+    assert env.solution_hint(proposed, 1.0) is None
+
+
+def test_task_key_is_family_and_constants():
+    env = PythonFunctionsEnv()
+    task = _task_for(env, "scale")
+    assert env.task_key(task) == f"scale:{{\"k\": {task.metadata['constants']['k']}}}"
+    assert env.task_key(task.model_copy(update={"prompt": "reworded"})) == env.task_key(task)

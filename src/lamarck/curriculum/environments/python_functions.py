@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import math
 import random
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +21,25 @@ logger = logging.getLogger(__name__)
 ANSWER_FORMAT = "Reply with the complete Python function (and any helpers it needs) in one ```python code block."
 MIN_TESTS = 4
 MAX_REPR = 300
+_OPENERS = (
+    "Write a Python function `{signature}`.",
+    "Implement the Python function `{signature}`.",
+    "Define `{signature}` in Python.",
+    "Complete this Python function: `{signature}`.",
+)
+_EXAMPLES = (
+    "Example: {call} returns {expected}.",
+    "For example, {call} should return {expected}.",
+    "Example: `{call}` gives {expected}.",
+    "e.g. {call} == {expected}",
+)
+GLOSSARY = (
+    "Reply with one ```python block that defines the function with exactly the name and parameters given.\n"
+    "Return the value (do not print it) and do not read input; helpers may be defined in the same block.\n"
+    "The example shows the types: return the same type (int, str, bool, list).\n"
+    "Hidden tests call the function with other inputs: think about empty inputs, zero, negative numbers and ties.\n"
+    "Check the description's boundaries (below, at least, inclusive) against the example before answering."
+)
 
 
 class PythonFunctionsEnv:
@@ -41,11 +63,9 @@ class PythonFunctionsEnv:
                 break
         (example_args, example_expected), hidden = cases[0], cases[1:]
         call = _call(family.name, example_args)
-        prompt = (
-            f"Write a Python function `{family.signature}`.\n"
-            f"{family.describe.format(**consts)}\n"
-            f"Example: {call} returns {example_expected!r}."
-        )
+        opener = rng.choice(_OPENERS).format(signature=family.signature)
+        example = rng.choice(_EXAMPLES).format(call=call, expected=repr(example_expected))
+        prompt = f"{opener}\n{family.describe.format(**consts)}\n{example}"
         tests = [f"_same({_call(family.name, args)}, {expected!r})" for args, expected in hidden]
         return TaskSpec(
             environment=self.name,
@@ -58,6 +78,32 @@ class PythonFunctionsEnv:
             },
             metadata={"family": family.name, "constants": consts, "n_tests": len(tests)},
         )
+
+    def task_key(self, task: TaskSpec) -> str:
+        """The underlying program: the family and its constants (a proposed task: its reference solution)."""
+        family = task.metadata.get("family")
+        if family is not None:
+            return f"{family}:" + json.dumps(task.metadata.get("constants", {}), sort_keys=True, default=repr)
+        solution = str(task.reference.get("solution", ""))
+        return f"{task.reference.get('function_name')}:" + hashlib.sha256(solution.encode()).hexdigest()[:16]
+
+    def glossary(self) -> str:
+        return GLOSSARY
+
+    def solution_hint(self, task: TaskSpec, share: float) -> str | None:
+        """The first ceil(share * lines) lines of the reference solution (all of it with share 1.0), if it has one."""
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"share must be in (0, 1], got {share}")
+        solution = str(task.reference.get("solution") or "").rstrip()
+        if not solution:
+            return None
+        lines = solution.splitlines()
+        if share >= 1.0:
+            return f"A correct solution:\n```python\n{solution}\n```"
+        shown = min(math.ceil(share * len(lines)), len(lines) - 1)
+        if shown < 1:
+            return None
+        return "A correct solution starts like this; complete it:\n```python\n" + "\n".join(lines[:shown]) + "\n```"
 
     def verify(self, task: TaskSpec, answer: str) -> Reward:
         check_task(self.name, task)
