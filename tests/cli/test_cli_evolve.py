@@ -113,7 +113,7 @@ def test_eval_is_repeatable_and_stored(scripted: Path) -> None:
     db.dispose()
     assert len(evaluations) == 3
     a, b, h = evaluations
-    assert a.eval_set == b.eval_set and a.eval_set.startswith("arithmetic-heldout-v1/pl1@")
+    assert a.eval_set == b.eval_set and a.eval_set.startswith("arithmetic-heldout-v2/pl1@")
     assert a.per_task == b.per_task and a.score == b.score and a.n_tasks == 9
     assert h.environment == "humaneval" and h.n_tasks == 2 and h.score == 0.0
     assert f"score {a.score:.3f}" in first.output

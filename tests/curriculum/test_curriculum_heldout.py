@@ -5,7 +5,7 @@ import random
 import pytest
 
 from lamarck.curriculum import heldout
-from lamarck.curriculum.environment import TrainingNotAllowed
+from lamarck.curriculum.environment import TaskSpec, TrainingNotAllowed
 from lamarck.curriculum.registry import get_environment
 
 TRAINING_ENVS = ["arithmetic", "python_functions", "string_ops"]
@@ -13,20 +13,25 @@ TRAINING_ENVS = ["arithmetic", "python_functions", "string_ops"]
 
 def test_seed_ranges_are_disjoint():
     assert heldout.TRAINING_SEEDS.stop <= heldout.HELDOUT_SEEDS.start
-    assert heldout.heldout_seed("v1", 9, 999) in heldout.HELDOUT_SEEDS
-    with pytest.raises(ValueError, match="known versions are v1"):
+    assert heldout.heldout_seed("v2", 9, 999) in heldout.HELDOUT_SEEDS
+    assert heldout.heldout_seed("v2", 9, 999, "report") in heldout.HELDOUT_SEEDS
+    assert heldout.heldout_seed("v2", 9, 999, "dev") in heldout.DEV_SEEDS
+    assert heldout.DRAW_SEEDS.stop <= heldout.DEV_SEEDS.start
+    with pytest.raises(ValueError, match="known versions are v2"):
         heldout.heldout_seed("v9", 1, 0)
+    with pytest.raises(ValueError, match="retired"):
+        heldout.heldout_set("arithmetic", "v1")
 
 
 @pytest.mark.parametrize("name", TRAINING_ENVS)
 def test_heldout_set_is_fixed_versioned_and_covers_every_level(name):
     env = get_environment(name)
-    tasks = heldout.heldout_set(name, "v1")
+    tasks = heldout.heldout_set(name, "v2")
     assert len(tasks) == heldout.DEFAULT_PER_LEVEL * len(env.difficulties)
     assert {t.difficulty for t in tasks} == set(env.difficulties)
     assert len({t.fingerprint for t in tasks}) == len(tasks)
-    assert all(t.seed in heldout.HELDOUT_SEEDS and t.source_id.startswith(f"{name}-heldout-v1/") for t in tasks)
-    again = heldout.heldout_set(name, "v1")
+    assert all(t.seed in heldout.HELDOUT_SEEDS and t.source_id.startswith(f"{name}-heldout-v2/") for t in tasks)
+    again = heldout.heldout_set(name, "v2")
     assert [t.model_dump() for t in again] == [t.model_dump() for t in tasks]
     small = heldout.heldout_set(name, per_level=5)
     assert {t.fingerprint for t in small} <= {t.fingerprint for t in tasks}
@@ -45,7 +50,7 @@ def test_training_generation_never_reaches_heldout(name):
     for difficulty in env.difficulties:
         for _ in range(600):
             task = heldout.training_task(env, difficulty, rng)
-            assert task.seed in heldout.TRAINING_SEEDS
+            assert task.seed in heldout.DRAW_SEEDS
             assert task.fingerprint not in reserved
             assert not heldout.is_heldout(name, task.prompt)
 
@@ -87,3 +92,83 @@ def test_humaneval_is_an_eval_set_only():
     assert heldout.is_heldout("humaneval", tasks[5].prompt)
     with pytest.raises(TrainingNotAllowed):
         heldout.training_task(get_environment("humaneval"), 1, random.Random(0))
+
+
+@pytest.mark.parametrize("name", TRAINING_ENVS)
+def test_slices_are_deterministic_and_disjoint(name):
+    env = get_environment(name)
+    slices = {s: heldout.slice_set(name, s, per_level=heldout.RESERVED_PER_LEVEL) for s in heldout.SLICES}
+    assert [t.model_dump() for t in heldout.report_set(name, per_level=50)] == [t.model_dump() for t in slices["report"]]
+    assert [t.model_dump() for t in heldout.dev_set(name, per_level=50)] == [t.model_dump() for t in slices["dev"]]
+    assert slices["gate"][:3] == heldout.heldout_set(name, per_level=50)[:3]
+    protected = set(heldout.protected_levels(name))
+    for a, b in (("gate", "report"), ("gate", "dev"), ("report", "dev")):
+        assert not {t.fingerprint for t in slices[a]} & {t.fingerprint for t in slices[b]}
+        keys_a = {heldout.task_key(t) for t in slices[a] if t.difficulty in protected}
+        keys_b = {heldout.task_key(t) for t in slices[b] if t.difficulty in protected}
+        assert keys_a and not keys_a & keys_b
+    assert all(t.seed in heldout.DEV_SEEDS and t.source_id.startswith(f"{name}-dev-v2/") for t in slices["dev"])
+    assert all(t.seed in heldout.HELDOUT_SEEDS for t in slices["report"] + slices["gate"])
+    assert {t.difficulty for t in slices["report"]} == set(env.difficulties)
+    assert heldout.digest(slices["report"]) != heldout.digest(slices["gate"])
+
+
+def test_arithmetic_report_slice_uses_report_families_only():
+    env = get_environment("arithmetic")
+    report = heldout.report_set("arithmetic", per_level=50)
+    assert {t.metadata["family"] for t in report} == set(env.report_families)
+    gate_and_dev = heldout.heldout_set("arithmetic", per_level=50) + heldout.dev_set("arithmetic", per_level=50)
+    assert not {t.metadata["family"] for t in gate_and_dev} & set(env.report_families)
+
+
+def test_small_levels_are_protected_by_prompt_only_and_still_trainable():
+    """Arithmetic level 1 has 72 sums: reserving 150 of them by key would leave training nothing."""
+    protected = heldout.protected_levels("arithmetic")
+    assert 1 not in protected and {3, 5, 7, 9} <= set(protected)
+    env = get_environment("arithmetic")
+    reserved = heldout.reserved(env)
+    level1 = {heldout.task_key(t) for slice_ in reserved.slices.values() for t in slice_[0]}
+    rng = random.Random(5)
+    draws = [heldout.training_task(env, 1, rng) for _ in range(300)]
+    assert {heldout.task_key(t) for t in draws} & level1  # same sums, new wording: allowed at level 1
+    assert not {t.fingerprint for t in draws} & reserved.fingerprints
+
+
+def test_leak_check_catches_a_reserved_computation_in_new_words():
+    from lamarck.curriculum.environments.arithmetic_families import TRAINING_FAMILIES
+    from lamarck.curriculum.environments.arithmetic_language import render, style_for
+
+    env = get_environment("arithmetic")
+    for task in heldout.heldout_set("arithmetic", per_level=3):
+        if task.difficulty not in heldout.protected_levels("arithmetic"):
+            continue
+        quantities, ops = task.metadata["quantities"], task.metadata["ops"]
+        family = next(f for f in TRAINING_FAMILIES if f.name != task.metadata["family"] and set(ops) <= f.ops)
+        reworded = render(family, quantities[0], list(zip(ops, quantities[1:])), random.Random(1), style_for(2), 20)
+        leak = task.model_copy(update={"prompt": reworded.prompt, "seed": None, "source_id": None})
+        assert leak.prompt != task.prompt
+        assert not heldout.is_heldout("arithmetic", leak.prompt)  # the text alone would miss it...
+        assert heldout.is_heldout_task(leak, env=env)  # ...the key catches it
+        fresh = env.generate(task.difficulty, random.Random(77))
+        assert not heldout.is_heldout_task(fresh, env=env) or heldout.task_key(fresh) in heldout.reserved(env).keys
+
+
+def test_training_draws_avoid_reserved_keys_at_protected_levels():
+    for name in TRAINING_ENVS:
+        env = get_environment(name)
+        held = heldout.reserved(env)
+        rng = random.Random(11)
+        for difficulty in held.protected:
+            for _ in range(100):
+                task = heldout.training_task(env, difficulty, rng)
+                assert heldout.task_key(task, env) not in held.keys and not heldout.is_heldout_task(task, env=env)
+
+
+def test_a_proposed_arithmetic_task_is_checked_by_its_expression():
+    env = get_environment("arithmetic")
+    gate = next(t for t in heldout.heldout_set("arithmetic", per_level=5) if t.difficulty == 5)
+    spaced = gate.reference["expression"].replace(" ", "")
+    proposal = TaskSpec(environment="arithmetic", difficulty=4, prompt="Kai has some cards. Give the final number.",
+                        reference={"answer": gate.reference["answer"], "expression": spaced},
+                        metadata={"proposed": True})  # fmt: skip
+    assert heldout.is_heldout_task(proposal, env=env)
