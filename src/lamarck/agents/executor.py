@@ -23,15 +23,26 @@ from pydantic import BaseModel, ConfigDict, Field
 from lamarck.agents.actions import parse_action
 from lamarck.agents.harness import HarnessSpec, default_harness
 from lamarck.agents.prefetch import Prefetched, PrefetchSlot, prefetch
+from lamarck.agents.teacher import HintLevel, TeacherHelp, apply_help
 from lamarck.agents.toolbox import LessonHandle, LessonSource, SkillSource, Toolbox
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.memory.base import RetrievalQuery
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
-from lamarck.platform.storage.trajectory import OBSERVATION_PREFIX, Message, ToolCall, Trajectory, render_for_model
+from lamarck.platform.storage.trajectory import (
+    OBSERVATION_PREFIX,
+    STUDENT_OPENING,
+    STUDENT_TOOLS,
+    Message,
+    ToolCall,
+    Trajectory,
+    render_for_model,
+)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Attempt", "Executor", "ExecutorInput", "ExecutorOutput", "render_for_model"]
+__all__ = [
+    "Attempt", "Executor", "ExecutorInput", "ExecutorOutput", "opening_messages", "render_for_model", "student_opening",
+]
 
 STOP_SEQUENCES = ["RESULT:", "<|im_end|>"]
 MODEL_CALL_FAILED = "model call failed"  # an attempt's failure reason when the gateway gave up (not the model's fault)
@@ -46,6 +57,7 @@ class ExecutorInput(BaseModel):
     samples_per_task: int | None = Field(None, ge=1, le=64)
     seed: int = 0
     run_id: str | None = None
+    help: dict[int, TeacherHelp] = Field(default_factory=dict)  # task index -> the teacher's help (rollouts only)
 
 
 class Attempt(BaseModel):
@@ -53,6 +65,7 @@ class Attempt(BaseModel):
     sample_index: int
     environment: str
     harness_version: str
+    hint_level: HintLevel = HintLevel.NONE
     trajectory: Trajectory
     answer: str | None = None
     failure_reason: str | None = None
@@ -184,7 +197,11 @@ class Executor:
         if problem is None and environment is not None:
             toolbox = self._toolbox(task, environment, harness, prefetched)
             lessons = self._lessons(task, harness, prefetched)
-            messages = self._opening(task, environment, harness, toolbox, lessons)
+            messages = opening_messages(task, environment, harness, toolbox, lessons)
+            messages[0].meta.update(student_view(task, environment, harness))
+        help = request.help.get(index)
+        if help is not None and messages:
+            messages = apply_help(messages, help)
         rollouts = []
         for sample in range(k):
             attempt = Attempt(
@@ -192,6 +209,7 @@ class Executor:
                 sample_index=sample,
                 environment=task.environment,
                 harness_version=harness.version_id,
+                hint_level=help.level if help is not None else HintLevel.NONE,
                 trajectory=Trajectory(messages=[m.model_copy() for m in messages]),
                 lessons_used=[lesson.id for lesson in lessons],
                 failure_reason=problem,
@@ -233,34 +251,6 @@ class Executor:
         if found is not None:
             return list(found)
         return self.lessons.retrieve(task.prompt, environment=task.environment, k=harness.lesson_depth)
-
-    def _opening(
-        self,
-        task: TaskSpec,
-        environment: Environment,
-        harness: HarnessSpec,
-        toolbox: Toolbox,
-        lessons: list[LessonHandle],
-    ) -> list[Message]:
-        tools_text, skills_text = toolbox.describe(harness.tool_description)
-        lessons_text = ""
-        if lessons:
-            lessons_text = "Lessons from earlier attempts:\n" + "\n".join(f"- {lesson.text}" for lesson in lessons)
-        system = harness.system_prompt.format(
-            environment_description=environment.description,
-            tools=tools_text,
-            skills=skills_text,
-            lessons=lessons_text,
-            answer_format=harness.answer_format,
-        )
-        messages = [Message(role="system", content=_tidy(system), meta={"lessons": [lesson.id for lesson in lessons]})]
-        for example in harness.few_shot.examples[: harness.few_shot.count]:
-            messages.append(Message(role="user", content=example.task, meta={"few_shot": True}))
-            for index, turn in enumerate(example.turns):
-                role, content = ("assistant", turn) if index % 2 == 0 else ("user", f"{OBSERVATION_PREFIX}{turn}")
-                messages.append(Message(role=role, content=content, meta={"few_shot": True}))
-        messages.append(Message(role="user", content=task.prompt))
-        return messages
 
     # stepping
 
@@ -338,6 +328,52 @@ class Executor:
     def _finish(self, rollout: _Rollout) -> None:
         rollout.done = True
         rollout.attempt.wall_seconds = time.perf_counter() - rollout.started
+
+
+def opening_messages(
+    task: TaskSpec,
+    environment: Environment,
+    harness: HarnessSpec,
+    toolbox: Toolbox,
+    lessons: list[LessonHandle],
+) -> list[Message]:
+    """The system prompt, the harness's worked examples and the task: what the model sees before its first reply.
+
+    A pure function of its arguments, so a training row can be re-rendered with the student's opening."""
+    tools_text, skills_text = toolbox.describe(harness.tool_description)
+    lessons_text = ""
+    if lessons:
+        lessons_text = "Lessons from earlier attempts:\n" + "\n".join(f"- {lesson.text}" for lesson in lessons)
+    system = harness.system_prompt.format(
+        environment_description=environment.description,
+        tools=tools_text,
+        skills=skills_text,
+        lessons=lessons_text,
+        answer_format=harness.answer_format,
+    )
+    messages = [Message(role="system", content=_tidy(system), meta={"lessons": [lesson.id for lesson in lessons]})]
+    for example in harness.few_shot.examples[: harness.few_shot.count]:
+        messages.append(Message(role="user", content=example.task, meta={"few_shot": True}))
+        for index, turn in enumerate(example.turns):
+            role, content = ("assistant", turn) if index % 2 == 0 else ("user", f"{OBSERVATION_PREFIX}{turn}")
+            messages.append(Message(role=role, content=content, meta={"few_shot": True}))
+    messages.append(Message(role="user", content=task.prompt))
+    return messages
+
+
+def student_opening(task: TaskSpec, environment: Environment, harness: HarnessSpec) -> list[Message]:
+    """What the executor shows the student for ``task``: the harness's own tools, no skills, lessons or hints."""
+    tools = [tool for tool in environment.tools() if harness.tools is None or tool.name in harness.tools]
+    return opening_messages(task, environment, harness, Toolbox(tools=tools), [])
+
+
+def student_view(task: TaskSpec, environment: Environment, harness: HarnessSpec) -> dict[str, Any]:
+    """Recorded with every rollout: the student's opening and tools, so a training row can be re-rendered with what
+    the gate and users see, whatever skills, lessons or hints the rollout had."""
+    tools = sorted(tool.name for tool in environment.tools()
+                   if tool.fn is not None and (harness.tools is None or tool.name in harness.tools))
+    return {STUDENT_OPENING: render_for_model(Trajectory(messages=student_opening(task, environment, harness))),
+            STUDENT_TOOLS: tools}
 
 
 def _unusable(task: TaskSpec, environment: Environment | None) -> str | None:

@@ -90,6 +90,12 @@ class Trajectory(BaseModel):
 
 OBSERVATION_PREFIX = "RESULT: "
 
+# Message meta written by the executor and read by training (context distillation):
+STUDENT_OPENING = "student_opening"  # on the system message: the chat the student harness would have shown
+STUDENT_TOOLS = "student_tools"  # on the system message: the tools the student harness has
+HINT = "hint"  # on messages the teacher added or changed: the hint level
+HINT_TEXT = "hint_text"  # on the task message: the hint text appended to it
+
 
 def render_for_model(trajectory: Trajectory) -> list[dict[str, str]]:
     """The chat the model sees: observations as ``RESULT:`` user turns, no structured tool fields.
