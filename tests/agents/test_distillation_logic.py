@@ -25,6 +25,9 @@ from lamarck.training import registry
 from scripted_llm import ScriptedLLM, scripted_provider
 
 def _container(tmp_path: Path, db: Database, **training: Any) -> Container:
+    """The shared helpers' episodes are level-1 passes through a generic `calc` tool: the process filter and the
+    anchor cap (tested in tests/training/test_dataset_filters.py) would refuse them all, so they are off here."""
+    training = {"process_filter": False, "anchor_levels": 0, **training}
     routes = ModelRoutes(executor=ModelRoute(model="scripted/x"))
     settings = Settings(data_dir=tmp_path / "data", database_url=db.url, models=routes,
                         gateway=GatewaySettings(retries=0), training=TrainingSettings(**training))

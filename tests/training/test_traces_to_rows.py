@@ -21,8 +21,11 @@ from lamarck.training.traces_to_rows import (
 
 
 def _build(db: Database, **settings: object):  # type: ignore[no-untyped-def]
+    """The helpers' episodes call a generic `calc` tool on level-1 tasks: these tests check dedupe, balance, masks
+    and leaks, so the process filter and the anchor cap (tested in test_dataset_filters.py) are off unless asked."""
+    options: dict[str, object] = {"process_filter": False, "anchor_levels": 0, "rows_per_task": 64, **settings}
     with db.session() as session:
-        return build_dataset(session, parent_version="smollm2-135m", settings=TrainingSettings(**settings))
+        return build_dataset(session, parent_version="smollm2-135m", settings=TrainingSettings(**options))
 
 
 def test_rows_are_deduped_marked_stripped_and_paired(sqlite_db: Database) -> None:

@@ -20,8 +20,8 @@ def test_schedules_once_enough_new_episodes_exist_and_never_the_same_data_twice(
     tmp_path: Path, sqlite_db: Database
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url,
-                        training=TrainingSettings(min_new_episodes=3))
-    container = Container(settings)
+                        training=TrainingSettings(min_new_episodes=3, process_filter=False, anchor_levels=0))
+    container = Container(settings)  # the helpers' level-1 `calc` episodes: no process filter, no anchor cap
     sent: list[tuple[str, dict[str, Any]]] = []
 
     def send(name: str, kwargs: dict[str, Any]) -> None:

@@ -142,6 +142,10 @@ class TrainingSettings(BaseModel):
 
     min_new_episodes: int = Field(32, ge=1)
     cap_per_cell: int = Field(64, ge=1)  # rows per environment x difficulty
+    rows_per_task: int = Field(2, ge=1)  # distinct passing rows kept per task
+    anchor_levels: int = Field(1, ge=0)  # levels 1..n are anchors against forgetting: capped, not the target
+    anchor_share: float = Field(0.2, ge=0.0, le=1.0)  # anchor rows at most this share of a dataset
+    process_filter: bool = True  # a pass becomes a row only if its answer follows from its work
     repaired_weight: float = Field(0.5, ge=0.0, le=1.0)  # share of critic-repaired rows trained (0: none, 1: all)
     max_length: int = Field(1024, ge=64)
     max_steps: int = Field(60, ge=1)

@@ -2,9 +2,12 @@
 
 Rows are rendered with ``render_for_model``, the executor's own rendering, so the model
 trains on the chat it is prompted with.
-Context distillation: the 'Lessons from earlier attempts' block the executor put into the system message is left
-out, so the behaviour the lessons induced moves into the weights. Loss falls on the assistant turns the model wrote
-itself: few-shot examples and replies the harness rejected as malformed are context only.
+Context distillation: a row keeps the model's own turns and replaces the rollout's opening (skills, lessons,
+worked examples, the teacher's hints) with the student's opening that the executor recorded with the rollout
+(``student_rows``), so the behaviour the help induced moves into the weights and the row shows what the gate and
+users see. Loss falls on the assistant turns the model wrote itself: few-shot examples and replies the harness
+rejected as malformed are context only. A pass becomes a row only if its answer follows from its work
+(``process_filter``); each task gives at most ``rows_per_task`` rows, and the easy anchor levels a capped share.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.heldout import is_heldout
 from lamarck.platform.settings import TrainingSettings
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Episode, Task
-from lamarck.platform.storage.trajectory import Trajectory, render_for_model
+from lamarck.platform.storage.trajectory import STUDENT_OPENING, Trajectory, render_for_model
+from lamarck.training.process_filter import process_problem
+from lamarck.training.student_rows import RowRefused, opening_length, student_row, trained_turns
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,7 @@ class TrainingRow(BaseModel):
     prompt_length: int = 0  # messages before the model's first own turn (system, few-shot, task)
     repaired: bool = False
     weight: float = 1.0
+    hint_level: str = "none"  # the teacher's help in the rollout this row came from (removed from the row)
 
 
 class PreferencePair(BaseModel):
@@ -74,6 +81,13 @@ class DistillationSet(BaseModel):
     episodes_seen: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)
     leak_check: str = "not run"
+
+    def by_hint(self) -> dict[str, int]:
+        """Rows per hint source (the teacher's help in the rollout each row came from)."""
+        found: dict[str, int] = defaultdict(int)
+        for row in self.rows:
+            found[row.hint_level] += 1
+        return dict(sorted(found.items()))
 
     def counts(self) -> dict[str, dict[str, int]]:
         cells: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -124,8 +138,16 @@ def build_dataset(
             passed.append((episode, task))
         else:
             failed[task.id].append(episode)
-    rows = _dedupe([row for episode, task in passed if (row := episode_row(episode, task, settings)) is not None], dropped)
+    built = []
+    for episode, task in passed:
+        try:
+            built.append(episode_row(episode, task, settings))
+        except RowRefused as refused:
+            dropped[refused.reason] += 1
+    rows = _dedupe(built, dropped)
+    rows = _per_task(rows, settings.rows_per_task, dropped)
     rows = _balance(rows, settings.cap_per_cell, dropped)
+    rows = _cap_anchors(rows, settings.anchor_levels, settings.anchor_share, dropped)
     tasks = {task.id: task for _, task in passed}
     pairs = preference_pairs(rows, failed, tasks)
     dataset = DistillationSet(
@@ -146,18 +168,30 @@ def kept_at_weight(episode_id: str, weight: float) -> bool:
     return fraction < weight
 
 
-def episode_row(episode: Episode, task: Task, settings: TrainingSettings) -> TrainingRow | None:
-    trajectory = strip_lessons(repo.episode_trajectory(episode))
-    messages = render_for_model(trajectory)
-    turns = trained_turns(trajectory)
-    if not turns:
-        return None
+def episode_row(episode: Episode, task: Task, settings: TrainingSettings) -> TrainingRow:
+    """The row a passed episode teaches; raises RowRefused with the reason when it teaches nothing sound."""
+    trajectory = repo.episode_trajectory(episode)
+    if settings.process_filter and episode.repaired_from_id is None:
+        spec = TaskSpec(environment=task.environment, difficulty=task.difficulty, prompt=task.prompt,
+                        reference=dict(task.reference or {}), metadata=dict(task.meta or {}))
+        problem = process_problem(spec, trajectory, episode.answer or "")
+        if problem is not None:
+            raise RowRefused(problem.split(":")[0], problem)
     repaired = episode.repaired_from_id is not None
-    return TrainingRow(
-        task_id=task.id, episode_id=episode.id, environment=task.environment, difficulty=task.difficulty,
-        messages=[{"role": m["role"], "content": m["content"]} for m in messages], train_turns=turns,
-        prompt_length=opening_length(trajectory), repaired=repaired, weight=settings.repaired_weight if repaired else 1.0,
-    )
+    weight = settings.repaired_weight if repaired else 1.0
+    common = {"task_id": task.id, "episode_id": episode.id, "environment": task.environment,
+              "difficulty": task.difficulty, "repaired": repaired, "weight": weight}
+    if trajectory.messages and STUDENT_OPENING in trajectory.messages[0].meta:
+        student = student_row(trajectory)
+        return TrainingRow(messages=student.messages, train_turns=student.train_turns,
+                           prompt_length=student.prompt_length, hint_level=student.hint_level, **common)
+    trajectory = strip_lessons(trajectory)  # recorded before the executor kept the student's opening
+    turns = trained_turns(trajectory.messages)
+    if not turns:
+        raise RowRefused("no_own_turn", "the model wrote no accepted reply")
+    messages = render_for_model(trajectory)
+    return TrainingRow(messages=[{"role": m["role"], "content": m["content"]} for m in messages], train_turns=turns,
+                       prompt_length=opening_length(trajectory), **common)
 
 
 def strip_lessons(trajectory: Trajectory) -> Trajectory:
@@ -170,28 +204,6 @@ def strip_lessons(trajectory: Trajectory) -> Trajectory:
             message = message.model_copy(update={"content": content, "meta": {**message.meta, "lessons": []}})
         messages.append(message)
     return Trajectory(messages=messages)
-
-
-def trained_turns(trajectory: Trajectory) -> list[int]:
-    """Assistant turns the model produced and the harness accepted: not few-shot, not followed by format feedback."""
-    messages = trajectory.messages
-    turns = []
-    for index, message in enumerate(messages):
-        if message.role != "assistant" or message.meta.get("few_shot"):
-            continue
-        following = messages[index + 1] if index + 1 < len(messages) else None
-        if following is not None and following.role == "user" and following.meta.get("feedback"):
-            continue
-        turns.append(index)
-    return turns
-
-
-def opening_length(trajectory: Trajectory) -> int:
-    """How many messages come before the model's first own reply (few-shot replies are part of the opening)."""
-    for index, message in enumerate(trajectory.messages):
-        if message.role == "assistant" and not message.meta.get("few_shot"):
-            return index
-    return len(trajectory.messages)
 
 
 def preference_pairs(
@@ -231,6 +243,37 @@ def _dedupe(rows: list[TrainingRow], dropped: dict[str, int]) -> list[TrainingRo
         kept[key] = row
     order = {id(row): i for i, row in enumerate(rows)}
     return sorted(kept.values(), key=lambda r: order[id(r)])
+
+
+def _per_task(rows: list[TrainingRow], limit: int, dropped: dict[str, int]) -> list[TrainingRow]:
+    """At most ``limit`` distinct rows per task (native before repaired, then a stable hash order): many copies of
+    one solved task would outweigh the tasks solved once."""
+    by_task: dict[str, list[TrainingRow]] = defaultdict(list)
+    for row in rows:
+        by_task[row.task_id].append(row)
+    keep: set[int] = set()
+    for task_rows in by_task.values():
+        ordered = sorted(task_rows, key=lambda r: (r.repaired, hashlib.sha256(r.episode_id.encode()).hexdigest()))
+        keep.update(id(row) for row in ordered[:limit])
+        if len(ordered) > limit:
+            dropped["over_rows_per_task"] += len(ordered) - limit
+    return [row for row in rows if id(row) in keep]
+
+
+def _cap_anchors(rows: list[TrainingRow], anchor_levels: int, share: float, dropped: dict[str, int]
+                 ) -> list[TrainingRow]:
+    """Rows of the easy anchor levels keep what the model can already do; they may be at most ``share`` of the
+    dataset, so they cannot crowd out the frontier (an earlier run trained 64 level-1 rows of 67)."""
+    anchors = [row for row in rows if row.difficulty <= anchor_levels]
+    others = [row for row in rows if row.difficulty > anchor_levels]
+    if not anchors:
+        return rows
+    allowed = int(share * len(others) / (1.0 - share)) if share < 1.0 else len(anchors)
+    ordered = sorted(anchors, key=lambda r: hashlib.sha256(r.episode_id.encode()).hexdigest())
+    kept = {id(row) for row in ordered[:allowed]}
+    if len(anchors) > allowed:
+        dropped["over_anchor_share"] += len(anchors) - allowed
+    return [row for row in rows if row.difficulty > anchor_levels or id(row) in kept]
 
 
 def _balance(rows: list[TrainingRow], cap: int, dropped: dict[str, int]) -> list[TrainingRow]:

@@ -1,0 +1,96 @@
+"""A pass counts as a training row only if its answer follows from its own work (against reward hacking).
+
+A verifier checks the final answer only, so a lucky guess, a bare number or an answer copied from a hint also
+pass. Training on those teaches guessing. Each environment may register a check of the process; where none is
+registered, a verified pass is trusted.
+
+Arithmetic: the answer must equal the last calculator result; every number in a calculator call must be one of
+the task's quantities or an earlier result, every quantity must be used, and no call may carry the model's own
+guess after ``=`` (the calculator forgives that, training should not teach it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+
+from lamarck.curriculum.environment import TaskSpec
+from lamarck.curriculum.environments.arithmetic import extract_integer
+from lamarck.platform.storage.trajectory import Trajectory
+
+ProcessCheck = Callable[[TaskSpec, Trajectory, str], str | None]  # -> why the process is not sound, or None
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+_RESULT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
+
+
+def process_problem(task: TaskSpec, trajectory: Trajectory, answer: str) -> str | None:
+    """Why this verified pass must not become a training row, or None when its answer follows from its work."""
+    check = PROCESS_CHECKS.get(task.environment)
+    return check(task, trajectory, answer) if check is not None else None
+
+
+def arithmetic_process(task: TaskSpec, trajectory: Trajectory, answer: str) -> str | None:
+    calls = _calculator_calls(trajectory)
+    if not calls:
+        return "no_calculation: the answer was not computed with the calculator"
+    known: list[Decimal] = []
+    quantities = _numbers(str(task.reference.get("expression", "")))
+    for expression, result in calls:
+        if "=" in expression:
+            return f"call_with_guess: {expression!r} carries a guess after '='"
+        for number in _numbers(expression):
+            if number not in quantities and number not in known:
+                return f"unfounded_number: {number} is neither a quantity of the task nor an earlier result"
+        if result is not None:
+            known.append(result)
+    used = [n for expression, _ in calls for n in _numbers(expression)]
+    missing = [q for q in quantities if q not in used]
+    if missing:
+        return f"quantity_unused: {', '.join(str(q) for q in missing)} never entered a calculation"
+    final, _ = extract_integer(answer)
+    last = calls[-1][1]
+    if last is None or final is None or Decimal(final) != last:
+        return f"answer_not_from_work: answered {final}, the last calculation gave {last}"
+    return None
+
+
+PROCESS_CHECKS: dict[str, ProcessCheck] = {"arithmetic": arithmetic_process}
+
+
+def _calculator_calls(trajectory: Trajectory) -> list[tuple[str, Decimal | None]]:
+    """(expression, numeric result or None on error) for each calculator call the model made, in order."""
+    results = {m.tool_call_id: m.content or "" for m in trajectory.messages if m.role == "tool"}
+    calls = []
+    for message in trajectory.messages:
+        if message.role != "assistant" or message.meta.get("few_shot"):
+            continue
+        for call in message.tool_calls or []:
+            if call.name != "calculator":
+                continue
+            expression = _argument(call.arguments)
+            observed = _RESULT.match(results.get(call.id, ""))
+            calls.append((expression, Decimal(observed.group(1)) if observed else None))
+    return calls
+
+
+def _argument(arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        return arguments
+    if isinstance(parsed, dict):
+        return str(next(iter(parsed.values()), ""))
+    return str(parsed)
+
+
+def _numbers(text: str) -> list[Decimal]:
+    found = []
+    for token in _NUMBER.findall(text.replace(",", "")):
+        try:
+            found.append(Decimal(token))
+        except InvalidOperation:
+            continue
+    return found

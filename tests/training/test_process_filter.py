@@ -1,0 +1,45 @@
+"""The process filter: a pass becomes a row only if its answer follows from its own calculations."""
+
+from __future__ import annotations
+
+import pytest
+
+from lamarck.curriculum.environment import TaskSpec
+from lamarck.platform.storage.trajectory import Message, ToolCall, Trajectory
+from lamarck.training.process_filter import process_problem
+
+TASK = TaskSpec(environment="arithmetic", difficulty=3, prompt="Mia has 16 coins. She loses 2. She finds 12 more. "
+                "How many coins does Mia have now?", reference={"answer": 26, "expression": "(16 - 2) + 12"})
+
+
+def _trajectory(*calls: tuple[str, str], final: str) -> Trajectory:
+    messages = [Message(role="system", content="tools"), Message(role="user", content=TASK.prompt)]
+    for index, (expression, result) in enumerate(calls):
+        call = ToolCall(id=f"call_{index}", name="calculator", arguments={"input": expression})
+        messages.append(Message(role="assistant", content=f"CALL calculator: {expression}", tool_calls=[call]))
+        messages.append(Message(role="tool", name="calculator", tool_call_id=f"call_{index}", content=result))
+    messages.append(Message(role="assistant", content=final))
+    return Trajectory(messages=messages)
+
+
+def test_an_answer_computed_from_the_tasks_quantities_is_sound() -> None:
+    assert process_problem(TASK, _trajectory(("(16 - 2) + 12", "26"), final="ANSWER: 26"), "26") is None
+    stepwise = _trajectory(("16 - 2", "14"), ("14 + 12", "26"), final="ANSWER: 26")
+    assert process_problem(TASK, stepwise, "26") is None  # an earlier result may feed the next call
+
+
+@pytest.mark.parametrize(("trajectory", "reason"), [
+    (_trajectory(final="ANSWER: 26"), "no_calculation"),  # a bare number
+    (_trajectory(("16 + 12", "28"), final="ANSWER: 26"), "quantity_unused"),  # a lucky guess after a wrong sum
+    (_trajectory(("16 - 2 + 12", "26"), ("30 - 4", "26"), final="ANSWER: 26"), "unfounded_number"),
+    (_trajectory(("(16 - 2) + 12 = 26", "26 (evaluated ...)"), final="ANSWER: 26"), "call_with_guess"),
+    (_trajectory(("(16 - 2) + 12", "26"), ("2 * 12", "24"), final="ANSWER: 26"), "answer_not_from_work"),
+])
+def test_guesses_and_unfounded_answers_are_refused(trajectory: Trajectory, reason: str) -> None:
+    problem = process_problem(TASK, trajectory, "26")
+    assert problem is not None and problem.startswith(reason)
+
+
+def test_environments_without_a_process_check_trust_the_verifier() -> None:
+    task = TASK.model_copy(update={"environment": "string_ops"})
+    assert process_problem(task, _trajectory(final="ANSWER: x"), "x") is None
