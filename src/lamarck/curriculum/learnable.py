@@ -1,0 +1,86 @@
+"""The learnable-cells frontier: train where the student fails and the teacher sometimes succeeds.
+
+What distillation can change is a task the student gets wrong greedily and some teacher sample gets right: a
+mastered cell teaches nothing new, and a cell no sample solves gives no rows. So each (environment, difficulty)
+cell is scored by the variance of the teacher's sample success, p(1 - p) (LILO-style), among cells whose greedy
+student success is below ``mastered``. Evidence is kept per (model version, harness) by the caller and decays,
+so the frontier moves after a promotion. A cell the teacher has not solved yet at any rung is "out of reach"
+and keeps only a small exploration weight; the first untried level above the highest solved one is explored.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, Field
+
+from lamarck.curriculum.frontier import FrontierSlot
+
+Cell = tuple[str, int]
+
+
+class CellEvidence(BaseModel):
+    """What one cell's recent rollouts and the student's development-slice score say (decayed counts)."""
+
+    student_greedy: float | None = Field(None, ge=0.0, le=1.0)  # None: not evaluated for this release yet
+    teacher_attempts: float = Field(0.0, ge=0.0)
+    teacher_passes: float = Field(0.0, ge=0.0)
+
+
+class LearnableFrontier:
+    def __init__(
+        self,
+        ladders: Mapping[str, Sequence[int]],
+        *,
+        mastered: float = 0.8,
+        explore_weight: float = 0.02,
+        min_attempts: float = 4.0,
+    ) -> None:
+        if not ladders or any(not ladder for ladder in ladders.values()):
+            raise ValueError("give at least one environment with at least one difficulty level")
+        if not 0.0 < mastered <= 1.0:
+            raise ValueError(f"mastered must be in (0, 1], got {mastered}")
+        self.ladders = {name: tuple(sorted(ladders[name])) for name in sorted(ladders)}
+        self.mastered = mastered
+        self.explore_weight = explore_weight
+        self.min_attempts = min_attempts
+
+    def weights(self, evidence: Mapping[Cell, CellEvidence]) -> dict[Cell, tuple[float, str]]:
+        """Each selectable cell's weight and why."""
+        found: dict[Cell, tuple[float, str]] = {}
+        for name, ladder in self.ladders.items():
+            solved = [d for d in ladder if (e := evidence.get((name, d))) is not None and e.teacher_passes > 0]
+            ceiling = max(solved) if solved else ladder[0]
+            for difficulty in ladder:
+                e = evidence.get((name, difficulty), CellEvidence())
+                if e.student_greedy is not None and e.student_greedy >= self.mastered:
+                    continue
+                if e.teacher_attempts < self.min_attempts:
+                    if difficulty <= ceiling or difficulty == _next_above(ladder, ceiling):
+                        found[(name, difficulty)] = (0.25, "explore: too few attempts to judge")
+                    continue
+                p = (e.teacher_passes + 1.0) / (e.teacher_attempts + 2.0)
+                if e.teacher_passes == 0:
+                    found[(name, difficulty)] = (self.explore_weight, "out of reach: no teacher sample solved it")
+                    continue
+                student = "?" if e.student_greedy is None else f"{e.student_greedy:.2f}"
+                found[(name, difficulty)] = (p * (1.0 - p), f"learnable: teacher success {p:.2f}, student {student}")
+        return found
+
+    def select(self, evidence: Mapping[Cell, CellEvidence], batch_size: int, *, rng: random.Random) -> list[FrontierSlot]:
+        """``batch_size`` cells drawn in proportion to their weight (a batch spreads over the learnable cells)."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        weighted = self.weights(evidence)
+        if not weighted:  # everything mastered: keep the hardest level of each ladder busy
+            weighted = {(name, ladder[-1]): (1.0, "all mastered: top level") for name, ladder in self.ladders.items()}
+        cells = sorted(weighted)
+        weights = [weighted[cell][0] for cell in cells]
+        chosen = rng.choices(cells, weights=weights, k=batch_size)
+        return [FrontierSlot(environment=env, difficulty=d, reason=weighted[(env, d)][1]) for env, d in chosen]
+
+
+def _next_above(ladder: Sequence[int], level: int) -> int | None:
+    above = [d for d in ladder if d > level]
+    return above[0] if above else None

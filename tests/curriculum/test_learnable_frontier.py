@@ -1,0 +1,50 @@
+"""The learnable-cells frontier prefers a cell the student fails and the teacher sometimes solves."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from lamarck.curriculum.learnable import CellEvidence, LearnableFrontier
+
+LADDER = {"arithmetic": (1, 2, 3, 4, 5)}
+
+
+def test_a_learnable_cell_beats_a_mastered_and_an_impossible_one() -> None:
+    evidence = {
+        ("arithmetic", 1): CellEvidence(student_greedy=1.0, teacher_attempts=40, teacher_passes=40),  # mastered
+        ("arithmetic", 2): CellEvidence(student_greedy=0.9, teacher_attempts=40, teacher_passes=30),  # mastered
+        ("arithmetic", 3): CellEvidence(student_greedy=0.2, teacher_attempts=40, teacher_passes=18),  # learnable
+        ("arithmetic", 4): CellEvidence(student_greedy=0.0, teacher_attempts=40, teacher_passes=0),  # out of reach
+        ("arithmetic", 5): CellEvidence(student_greedy=0.0, teacher_attempts=40, teacher_passes=0),
+    }
+    frontier = LearnableFrontier(LADDER)
+    weights = frontier.weights(evidence)
+    assert ("arithmetic", 1) not in weights and ("arithmetic", 2) not in weights
+    assert weights[("arithmetic", 3)][0] > 10 * weights[("arithmetic", 4)][0]
+    picks = Counter(slot.difficulty for slot in frontier.select(evidence, 200, rng=random.Random(0)))
+    assert picks[3] > 0.8 * 200
+    assert picks[1] == picks[2] == 0
+
+
+def test_an_untried_level_is_explored_only_just_above_what_the_teacher_solves() -> None:
+    evidence = {("arithmetic", 1): CellEvidence(student_greedy=0.5, teacher_attempts=20, teacher_passes=15)}
+    weights = LearnableFrontier(LADDER).weights(evidence)
+    assert set(weights) == {("arithmetic", 1), ("arithmetic", 2)}
+    assert weights[("arithmetic", 2)][1].startswith("explore")
+
+
+def test_a_promotion_that_masters_everything_still_gives_a_batch() -> None:
+    evidence = {("arithmetic", d): CellEvidence(student_greedy=1.0, teacher_attempts=9, teacher_passes=9)
+                for d in LADDER["arithmetic"]}
+    slots = LearnableFrontier(LADDER).select(evidence, 3, rng=random.Random(1))
+    assert [s.difficulty for s in slots] == [5, 5, 5]
+
+
+def test_bad_settings_are_refused_with_a_clear_message() -> None:
+    with pytest.raises(ValueError, match="mastered must be in"):
+        LearnableFrontier(LADDER, mastered=0.0)
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        LearnableFrontier(LADDER).select({}, 0, rng=random.Random(0))
