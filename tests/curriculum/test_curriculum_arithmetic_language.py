@@ -155,3 +155,17 @@ def test_expression_key_ignores_spacing_and_redundant_parentheses(env, training_
     assert expression_key("(16-2)+12") == expression_key("16 - 2 + 12") != expression_key("16 - (2 + 12)")
     task = training_tasks[500]
     assert env.task_key(task) == expression_key(task.reference["expression"])
+
+
+def test_a_pronoun_never_comes_before_the_name(env):
+    from lamarck.curriculum.environments.arithmetic_language import NAMES
+
+    names = re.compile(r"\b(?:" + "|".join(name for name, _ in NAMES) + r")\b")
+    pronoun = re.compile(r"\b(?:she|he|her|his|him)\b", re.IGNORECASE)
+    for d in env.difficulties:
+        for seed in range(100):
+            for split in ("train", "report"):
+                prompt = env.generate(d, random.Random(seed), split=split).prompt
+                first_pronoun = pronoun.search(prompt)
+                first_name = names.search(prompt)
+                assert first_pronoun is None or (first_name and first_name.start() < first_pronoun.start()), prompt

@@ -66,7 +66,18 @@ def render(
 ) -> Problem:
     """The prompt for ``start`` followed by ``steps`` ((op, operand) pairs) in ``family``'s language."""
     name, gender = rng.choice(NAMES)
-    slots: dict[str, object] = {"name": name, "item": rng.choice(family.items), **_PRONOUNS[gender]}
+    item = rng.choice(family.items)
+    slots: dict[str, object] = {"name": name, "item": item, **_PRONOUNS[gender]}
+    named: dict[str, object] = {"name": name, "item": item, "pron": name, "Pron": name, "obj": name,
+                                "poss": f"{name}'s", "Poss": f"{name}'s"}  # fmt: skip
+    introduced = False
+
+    def sentence(template: str, **numbers: object) -> str:
+        """A pronoun only once the name has appeared (a start sentence may not name anyone)."""
+        nonlocal introduced
+        text = _fill(template, slots if introduced else named, **numbers)
+        introduced = introduced or name in text
+        return text
 
     def number(n: int) -> str:
         return NUMBER_WORDS[n] if n < len(NUMBER_WORDS) and rng.random() < style.word_numbers else str(n)
@@ -76,15 +87,15 @@ def render(
     openings = family.openings.get(first_op, ())
     remaining = steps
     if openings and rng.random() < style.opening:
-        story.append(_fill(rng.choice(openings), slots, a=number(start), b=number(first_operand)))
+        story.append(sentence(rng.choice(openings), a=number(start), b=number(first_operand)))
         remaining = steps[1:]
     else:
-        story.append(_fill(rng.choice(family.start), slots, n=number(start)))
+        story.append(sentence(rng.choice(family.start), n=number(start)))
     last: dict[str, str] = {}
     for op, operand in remaining:
         choices = [t for t in family.steps[op] if t != last.get(op)] or list(family.steps[op])
         last[op] = rng.choice(choices)
-        story.append(_fill(last[op], slots, n=number(operand)))
+        story.append(sentence(last[op], n=number(operand)))
 
     used = {start, *(operand for _, operand in steps)}
     distractors: list[int] = []
@@ -94,7 +105,9 @@ def render(
         value = _fresh_number(rng, used, distractor_max)
         used.add(value)
         distractors.append(value)
-        story.insert(rng.randint(1, len(story)), _fill(template, slots, n=number(value)))
+        at = rng.randint(1, len(story))
+        known = any(name in earlier for earlier in story[:at])
+        story.insert(at, _fill(template, slots if known else named, n=number(value)))
 
     roll = rng.random()
     if roll < style.if_form and family.if_questions:
