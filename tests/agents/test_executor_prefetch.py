@@ -102,7 +102,8 @@ def test_one_batch_look_up_per_source_shows_what_per_task_look_ups_show(
     per_task = (_Counted(library, batch=False), _Counted(lessons, batch=False))
     assert _run(per_task, tasks) == shown
     assert [len(s.calls) for s in per_task] == [5, 5]
-    assert all("calculate" in system[0] and "Lessons from earlier attempts" in system[0] for _, system, _, _ in shown[:10])
+    assert all("Skills you can CALL" in system[0] and "Lessons from earlier attempts" in system[0]
+               for _, system, _, _ in shown[:10])
     assert all(failure is None for _, _, _, failure in shown[:10])
     assert shown[-1][3] == "unknown environment 'chess' for this executor"
 
