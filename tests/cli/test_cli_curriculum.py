@@ -17,7 +17,7 @@ def test_envs_list_shows_every_builtin() -> None:
 def test_envs_sample_prints_tasks() -> None:
     result = runner.invoke(app, ["envs", "sample", "string_ops", "--difficulty", "2", "-n", "2"])
     assert result.exit_code == 0, result.output
-    assert result.output.count("apply these steps") == 2
+    assert result.output.count("string_ops · difficulty 2 · task") == 2 and result.output.count('"') >= 4
 
 
 def test_envs_sample_bad_input_is_one_line() -> None:
