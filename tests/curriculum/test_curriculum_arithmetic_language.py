@@ -5,6 +5,7 @@ import re
 from collections import Counter
 
 import pytest
+from arithmetic_templates import matching_templates
 
 from lamarck.curriculum.calculator import calculate
 from lamarck.curriculum.environment import provides_hints
@@ -12,8 +13,6 @@ from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.curriculum.environments.arithmetic_families import REPORT_FAMILIES, TRAINING_FAMILIES
 from lamarck.curriculum.environments.arithmetic_hints import expression_key
 from lamarck.curriculum.environments.arithmetic_language import NUMBER_WORDS
-
-from arithmetic_templates import matching_templates
 
 SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "//", "mod": "%"}
 
@@ -132,7 +131,7 @@ def test_solution_hint_reveals_a_share(env):
     half = env.solution_hint(task, 0.5)
     assert expression not in half and half.startswith("Start with (")
     inner = half.removeprefix("Start with (").split("), then")[0]
-    assert expression.startswith("(" + inner) or expression.startswith("((" + inner)
+    assert expression.startswith(("(" + inner, "((" + inner))
     one_step = env.generate(2, random.Random(3))
     partial = env.solution_hint(one_step, 0.5)
     assert one_step.reference["expression"] not in partial
@@ -147,7 +146,10 @@ def test_solution_hint_of_a_proposed_expression():
     task = TaskSpec(environment="arithmetic", difficulty=3, prompt="q", reference={"answer": 84,
                     "expression": "12+30*2+ 0"})  # fmt: skip
     assert ArithmeticEnv().solution_hint(task, 0.3) == "Start with (30 * 2), then continue with the remaining steps."
-    assert ArithmeticEnv().solution_hint(task, 0.5) == "Start with (12 + (30 * 2)), then continue with the remaining steps."
+    assert (
+        ArithmeticEnv().solution_hint(task, 0.5)
+        == "Start with (12 + (30 * 2)), then continue with the remaining steps."
+    )
     assert ArithmeticEnv().solution_hint(task.model_copy(update={"reference": {}}), 0.5) is None
 
 

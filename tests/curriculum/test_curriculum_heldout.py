@@ -98,7 +98,9 @@ def test_humaneval_is_an_eval_set_only():
 def test_slices_are_deterministic_and_disjoint(name):
     env = get_environment(name)
     slices = {s: heldout.slice_set(name, s, per_level=heldout.RESERVED_PER_LEVEL) for s in heldout.SLICES}
-    assert [t.model_dump() for t in heldout.report_set(name, per_level=50)] == [t.model_dump() for t in slices["report"]]
+    assert [t.model_dump() for t in heldout.report_set(name, per_level=50)] == [
+        t.model_dump() for t in slices["report"]
+    ]
     assert [t.model_dump() for t in heldout.dev_set(name, per_level=50)] == [t.model_dump() for t in slices["dev"]]
     assert slices["gate"][:3] == heldout.heldout_set(name, per_level=50)[:3]
     protected = set(heldout.protected_levels(name))

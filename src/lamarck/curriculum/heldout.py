@@ -258,7 +258,9 @@ def reserved(env: Environment, version: str = CURRENT_VERSION) -> Reserved:
 
 def _check_version(version: str) -> None:
     if version in RETIRED_VERSIONS:
-        raise ValueError(f"held-out version {version!r} is retired ({RETIRED_VERSIONS[version]}); use {CURRENT_VERSION}")
+        raise ValueError(
+            f"held-out version {version!r} is retired ({RETIRED_VERSIONS[version]}); use {CURRENT_VERSION}"
+        )
     if version not in VERSIONS:
         raise ValueError(f"unknown held-out version {version!r}: known versions are {', '.join(VERSIONS)}")
 
@@ -324,7 +326,9 @@ def _level_slices(
         if len(level) < RESERVED_PER_LEVEL:
             if by_key:
                 return None
-            logger.warning("%s d%d: only %d distinct tasks", set_name(env.name, version, slice_), difficulty, len(level))
+            logger.warning(
+                "%s d%d: only %d distinct tasks", set_name(env.name, version, slice_), difficulty, len(level)
+            )
         out[slice_] = tuple(level)
     return out
 

@@ -540,8 +540,7 @@ TRANSIT = Family(
             "just one of those buses.",
         ),
         "mod": (
-            "{item} leave in full groups of {n}, so only the ones who could not form a complete group "
-            "remain aboard.",
+            "{item} leave in full groups of {n}, so only the ones who could not form a complete group remain aboard.",
         ),
     },
     questions=(

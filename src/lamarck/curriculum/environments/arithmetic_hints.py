@@ -41,8 +41,7 @@ def glossary(families: Iterable[Family]) -> str:
     lines += [
         "The first amount is where you start; each later event changes the current amount, in the order told.",
         "Numbers about something else (ages, minutes, sizes, counts of windows) do not matter: leave them out.",
-        f"Put the whole computation in one calculator call, e.g. `{CALL_EXAMPLE}`, "
-        "then answer with its result.",
+        f"Put the whole computation in one calculator call, e.g. `{CALL_EXAMPLE}`, then answer with its result.",
     ]
     return "\n".join(lines)
 
