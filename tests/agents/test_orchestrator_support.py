@@ -86,8 +86,9 @@ def scripted_orchestrator(db: Database, data_dir: Path, delay: float = 0.0, list
 
 
 def small_config(**changes: Any) -> RunConfig:
+    """Two small generations; no hint ladder unless asked, so counts are batch x samples x generations."""
     base: dict[str, Any] = {"environments": ["arithmetic"], "generations": 2, "batch_size": 4, "samples_per_task": 2,
-                            "llm_share": 0.0, "seed": 7}
+                            "llm_share": 0.0, "seed": 7, "hints": ["none"]}
     return RunConfig.model_validate({**base, **changes})
 
 

@@ -18,10 +18,13 @@ from sqlalchemy import select
 from lamarck.agents.critic import Critic, CriticInput, EpisodeForReview
 from lamarck.agents.curriculum_proposer import CurriculumProposer, ProposedTask, ProposerInput
 from lamarck.agents.episodes import record_attempts
+from lamarck.agents.demonstrations import recent_demonstrations
 from lamarck.agents.executor import Executor, ExecutorInput
-from lamarck.agents.harness import HarnessSpec, default_harness
+from lamarck.agents.hint_ladder import run_ladder
+from lamarck.agents.harness import HarnessSpec
 from lamarck.agents.runs import RunConfig, derived_seed, episode_key_prefix, task_id_for
 from lamarck.agents.skill_review import review_skills
+from lamarck.agents.teacher import HintLevel
 from lamarck.agents.state import NewSkill, RunState, TaskItem, VerdictItem
 from lamarck.agents.summary import summarize
 from lamarck.curriculum.environment import Environment, TaskSpec
@@ -65,6 +68,12 @@ class RunAgents:
     harnesses: dict[str, HarnessSpec]
     budget_left: Callable[[str, float], str | None]  # (run id, active seconds) -> why the budget is spent, or None
     listener: LoopListener | None = None
+
+
+def _key_order(key: str) -> tuple[int, int]:
+    """(task index, sample index) from an episode key ``<prefix>:t<i>:s<j>``."""
+    task, sample = key.rsplit(":", 2)[-2:]
+    return int(task[1:]), int(sample[1:])
 
 
 def timed(
@@ -133,36 +142,47 @@ class LoopNodes:
 
     @timed("execute", embeds=True)
     def execute(self, state: RunState) -> dict[str, Any]:
+        """Rollouts under the teacher: each task climbs the hint ladder only as far as it must. All of a generation's
+        episodes are recorded in one transaction, so a re-run node finds them all or none."""
         run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
         items = state["tasks"]
         tasks = [TaskSpec.model_validate(item["spec"]) for item in items]
         prefix = episode_key_prefix(run_id, generation)
-        keys = [f"{prefix}:t{i}:s{s}" for i, task in enumerate(tasks) for s in range(self._samples(task))]
-        stored = self._episode_ids_by_key(keys)
-        if len(stored) == len(keys):
-            return {"episode_ids": [stored[key] for key in keys]}
+        stored = self._episode_ids_by_prefix(prefix)
+        if stored:
+            return {"episode_ids": stored}
         model_version = self._model_version()
-        out = self.a.executor.run(ExecutorInput(
+        request = ExecutorInput(
             tasks=tasks,
             model_version=model_version,
             harnesses=self.a.harnesses,
             samples_per_task=cfg.samples_per_task,
             seed=derived_seed(cfg.seed, generation, "execute"),
             run_id=run_id,
-        ))
-        ids = record_attempts(self.a.db, out.attempts, task_ids=[item["task_id"] for item in items],
+        )
+        clock = time.perf_counter()
+        if cfg.hints == [HintLevel.NONE]:
+            attempts = self.a.executor.run(request).attempts
+        else:
+            environments = sorted({task.environment for task in tasks})
+            ladder = run_ladder(self.a.executor, request, self.a.environments, rungs=cfg.hints,
+                                demonstrations=recent_demonstrations(self.a.db, environments))
+            attempts = ladder.attempts
+            self._emit("hint_ladder", run_id, generation=generation,
+                       rungs=[r.model_dump(mode="json") for r in ladder.rungs],
+                       solved_at={str(k): v.value for k, v in ladder.solved_at.items()})
+        seconds = time.perf_counter() - clock
+        ids = record_attempts(self.a.db, attempts, task_ids=[item["task_id"] for item in items],
                               model_version=model_version, run_id=run_id, generation=generation, key_prefix=prefix)
-        for attempt, episode_id in zip(out.attempts, ids):
-            if f"{prefix}:t{attempt.task_index}:s{attempt.sample_index}" in stored:
-                continue
+        for attempt, episode_id in zip(attempts, ids):
             task = tasks[attempt.task_index]
             self._emit("episode_finished", run_id, generation=generation, episode_id=episode_id,
                        task_id=items[attempt.task_index]["task_id"], environment=task.environment,
-                       difficulty=task.difficulty, sample=attempt.sample_index,
+                       difficulty=task.difficulty, sample=attempt.sample_index, hint=attempt.hint_level.value,
                        outcome="answered" if attempt.failure_reason is None else "no_answer",
                        failure_reason=attempt.failure_reason, steps=attempt.steps, skills_used=attempt.skills_used,
                        tokens=attempt.prompt_tokens + attempt.completion_tokens)
-        return {"episode_ids": ids, "agent_seconds": {"execute": out.wall_seconds}}
+        return {"episode_ids": ids, "agent_seconds": {"execute": seconds}}
 
     def _model_version(self) -> str:
         """The run's model, or the current champion when the run follows promotions (distillation's hand-off)."""
@@ -329,10 +349,6 @@ class LoopNodes:
         found = {id(stats): stats for owner in owners if (stats := stats_of(owner)) is not None}
         return sum((stats.snapshot() for stats in found.values()), EmbeddingCost())
 
-    def _samples(self, task: TaskSpec) -> int:
-        harness = self.a.harnesses.get(task.environment) or default_harness(task.environment)
-        return self.a.config.samples_per_task or harness.sampling.samples_per_task
-
     def _stored_tasks(self, run_id: str, generation: int) -> list[TaskItem] | None:
         with self.a.db.session() as session:
             rows = {t.id: t for t in session.scalars(select(Task).where(Task.run_id == run_id,
@@ -355,10 +371,12 @@ class LoopNodes:
                 items.append(TaskItem(task_id=task.id, source=p.source, spec=p.task.model_dump(mode="json")))
         return items
 
-    def _episode_ids_by_key(self, keys: list[str]) -> dict[str, str]:
+    def _episode_ids_by_prefix(self, prefix: str) -> list[str]:
+        """A generation's recorded episodes in task and sample order ([] when the node has not recorded them)."""
         with self.a.db.session() as session:
-            rows = session.execute(select(Episode.idempotency_key, Episode.id).where(Episode.idempotency_key.in_(keys)))
-            return {key: episode_id for key, episode_id in rows}
+            rows = list(session.execute(select(Episode.idempotency_key, Episode.id)
+                                        .where(Episode.idempotency_key.like(f"{prefix}:t%"))))
+        return [episode_id for _, episode_id in sorted(rows, key=lambda row: _key_order(row[0]))]
 
     def _emit(self, type: str, run_id: str, **payload: Any) -> None:
         event = self.a.bus.publish(type, payload, run_id=run_id)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy.orm import Session
 
+from lamarck.agents.teacher import LADDER, HintLevel
 from lamarck.curriculum.registry import get_environment
 from lamarck.platform.llm.gateway import LOCAL_PREFIX, LLMGateway
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION
@@ -59,11 +60,22 @@ class RunConfig(BaseModel):
     repair: bool = True
     induce_skills: bool = True
     concurrency: int | None = Field(None, ge=1, le=1024)  # executor threads; None: the engine's max batch size
+    hints: list[HintLevel] = Field(default_factory=lambda: list(LADDER))  # the teacher's ladder; ["none"]: no help
+    frontier: Literal["learnable", "thompson"] = "learnable"  # how the proposer picks cells
 
     @field_validator("environments")
     @classmethod
     def _distinct(cls, value: list[str]) -> list[str]:
         return list(dict.fromkeys(name.strip() for name in value if name.strip()))
+
+    @field_validator("hints")
+    @classmethod
+    def _ladder_order(cls, value: list[HintLevel]) -> list[HintLevel]:
+        if not value:
+            raise ValueError("give at least one rung, for example ['none']")
+        if len(set(value)) != len(value) or value != sorted(value, key=LADDER.index):
+            raise ValueError(f"rungs must be distinct and in ladder order: {', '.join(h.value for h in LADDER)}")
+        return value
 
 
 def parse_config(data: dict[str, Any]) -> RunConfig:
