@@ -17,21 +17,36 @@ def test_seed_ranges_are_disjoint():
     assert heldout.heldout_seed("v2", 9, 999, "report") in heldout.HELDOUT_SEEDS
     assert heldout.heldout_seed("v2", 9, 999, "dev") in heldout.DEV_SEEDS
     assert heldout.DRAW_SEEDS.stop <= heldout.DEV_SEEDS.start
-    with pytest.raises(ValueError, match="known versions are v2"):
+    with pytest.raises(ValueError, match="known versions are v2, v3"):
         heldout.heldout_seed("v9", 1, 0)
     with pytest.raises(ValueError, match="retired"):
         heldout.heldout_set("arithmetic", "v1")
 
 
+def test_versions_are_per_environment():
+    """python_functions' generator changed (v3); arithmetic and string_ops did not and keep their v2 sets."""
+    assert heldout.current_version("python_functions") == "v3"
+    assert heldout.current_version("arithmetic") == heldout.current_version("string_ops") == "v2"
+    assert heldout.live_versions("python_functions") == ["v3"] and heldout.live_versions("arithmetic") == ["v2"]
+    with pytest.raises(ValueError, match="python_functions: held-out version 'v2' is retired.*use v3"):
+        heldout.heldout_set("python_functions", "v2")
+    with pytest.raises(ValueError, match="arithmetic: held-out version 'v3' is not in use yet"):
+        heldout.heldout_set("arithmetic", "v3")
+    assert heldout.set_name("python_functions", slice_="report") == "python_functions-report-v3"
+    assert heldout.set_name("arithmetic") == "arithmetic-heldout-v2"
+    assert heldout.heldout_set("python_functions", per_level=1)[0].source_id.startswith("python_functions-heldout-v3/")
+
+
 @pytest.mark.parametrize("name", TRAINING_ENVS)
 def test_heldout_set_is_fixed_versioned_and_covers_every_level(name):
     env = get_environment(name)
-    tasks = heldout.heldout_set(name, "v2")
+    version = heldout.current_version(name)
+    tasks = heldout.heldout_set(name, version)
     assert len(tasks) == heldout.DEFAULT_PER_LEVEL * len(env.difficulties)
     assert {t.difficulty for t in tasks} == set(env.difficulties)
     assert len({t.fingerprint for t in tasks}) == len(tasks)
-    assert all(t.seed in heldout.HELDOUT_SEEDS and t.source_id.startswith(f"{name}-heldout-v2/") for t in tasks)
-    again = heldout.heldout_set(name, "v2")
+    assert all(t.seed in heldout.HELDOUT_SEEDS and t.source_id.startswith(f"{name}-heldout-{version}/") for t in tasks)
+    again = heldout.heldout_set(name, version)
     assert [t.model_dump() for t in again] == [t.model_dump() for t in tasks]
     small = heldout.heldout_set(name, per_level=5)
     assert {t.fingerprint for t in small} <= {t.fingerprint for t in tasks}
@@ -109,18 +124,50 @@ def test_slices_are_deterministic_and_disjoint(name):
         keys_a = {heldout.task_key(t) for t in slices[a] if t.difficulty in protected}
         keys_b = {heldout.task_key(t) for t in slices[b] if t.difficulty in protected}
         assert keys_a and not keys_a & keys_b
-    assert all(t.seed in heldout.DEV_SEEDS and t.source_id.startswith(f"{name}-dev-v2/") for t in slices["dev"])
+    dev_name = f"{name}-dev-{heldout.current_version(name)}/"
+    assert all(t.seed in heldout.DEV_SEEDS and t.source_id.startswith(dev_name) for t in slices["dev"])
     assert all(t.seed in heldout.HELDOUT_SEEDS for t in slices["report"] + slices["gate"])
     assert {t.difficulty for t in slices["report"]} == set(env.difficulties)
     assert heldout.digest(slices["report"]) != heldout.digest(slices["gate"])
 
 
-def test_arithmetic_report_slice_uses_report_families_only():
-    env = get_environment("arithmetic")
-    report = heldout.report_set("arithmetic", per_level=50)
+@pytest.mark.parametrize("name", ["arithmetic", "python_functions"])
+def test_report_slice_uses_report_families_only(name):
+    env = get_environment(name)
+    report = heldout.report_set(name, per_level=50)
     assert {t.metadata["family"] for t in report} == set(env.report_families)
-    gate_and_dev = heldout.heldout_set("arithmetic", per_level=50) + heldout.dev_set("arithmetic", per_level=50)
+    assert {t.metadata["split"] for t in report} == {"report"}
+    gate_and_dev = heldout.heldout_set(name, per_level=50) + heldout.dev_set(name, per_level=50)
     assert not {t.metadata["family"] for t in gate_and_dev} & set(env.report_families)
+
+
+@pytest.mark.parametrize("name", ["arithmetic", "python_functions"])
+def test_no_report_family_in_any_training_draw(name):
+    env = get_environment(name)
+    rng = random.Random(3)
+    for difficulty in env.difficulties:
+        draws = [heldout.training_task(env, difficulty, rng) for _ in range(150)]
+        assert not {t.metadata["family"] for t in draws} & set(env.report_families), difficulty
+        assert {t.metadata["split"] for t in draws} == {"train"}
+
+
+def test_python_functions_is_key_protected_at_every_level():
+    """Its families span enough constants that the gate, dev and report programs are all kept out of training."""
+    env = get_environment("python_functions")
+    assert heldout.protected_levels("python_functions") == list(env.difficulties)
+    held = heldout.reserved(env)
+    for i, difficulty in enumerate(env.difficulties):
+        keys = [heldout.task_key(t) for slice_ in heldout.SLICES for t in held.slices[slice_][i]]
+        assert len(keys) == len(set(keys)) == 3 * heldout.RESERVED_PER_LEVEL
+        assert heldout._collision_rate(env, difficulty, set(keys)) <= heldout.MAX_KEY_COLLISION_RATE
+
+
+def test_python_functions_leak_check_catches_a_gate_program_in_new_words():
+    env = get_environment("python_functions")
+    for task in heldout.heldout_set("python_functions", per_level=2):
+        reworded = task.model_copy(update={"prompt": "Write the function the tests expect.", "seed": None})
+        assert not heldout.is_heldout("python_functions", reworded.prompt)
+        assert heldout.is_heldout_task(reworded, env=env)  # same family and constants: the key catches it
 
 
 def test_small_levels_are_protected_by_prompt_only_and_still_trainable():

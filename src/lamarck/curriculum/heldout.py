@@ -3,9 +3,10 @@
 Three slices, one purpose each:
 
 - ``gate`` (``heldout_set``): held-out seeds, training families. The promotion gate, and nothing else.
-- ``report`` (``report_set``): held-out seeds; where the environment declares ``report_families`` (arithmetic),
-  only those families, which training, dev and gate never use, so the slice measures transfer to new wording.
-  Elsewhere it is held-out seeds disjoint from the gate's. No decision may ever look at it.
+- ``report`` (``report_set``): held-out seeds; where the environment declares ``report_families`` (arithmetic,
+  python_functions), only those families, which training, dev and gate never use, so the slice measures transfer
+  to new wording or to functions of a new kind. Elsewhere it is held-out seeds disjoint from the gate's. No
+  decision may ever look at it.
 - ``dev`` (``dev_set``): a fixed block of training seeds (``DEV_SEEDS``) that training draws never use, for the
   loop's own repeated decisions, so they do not spend the gate.
 
@@ -25,8 +26,13 @@ skill. So a level is key-protected only if its three slices fill with pairwise d
 by seed and prompt only; ``protected_levels`` says which are which.
 
 ``heldout_set(per_level=n)`` (and the other slices) is a prefix of the reserved tasks, so every size is
-protected. A generator change alters the sets: bump the version (``VERSIONS``) and record ``heldout_digest`` with
-evaluation results.
+protected. A generator change alters the sets: bump the version and record ``heldout_digest`` with evaluation
+results. Versions are per environment, since a version names one generator's sets: ``VERSIONS`` gives each name
+its own seed block, ``CURRENT_VERSIONS`` the version an environment uses now (``CURRENT_VERSION`` where it has no
+entry), and ``RETIRED_VERSIONS`` (every environment) or ``RETIRED_FOR`` (one environment) the names whose
+generator is gone. To bump one environment: add the next name to ``VERSIONS``, point its ``CURRENT_VERSIONS``
+entry at it and retire its old one in ``RETIRED_FOR``; other environments keep their sets. Functions whose
+``version`` is None use the environment's current version.
 """
 
 from __future__ import annotations
@@ -50,11 +56,17 @@ TRAINING_SEEDS = range(0, 1_000_000_000)
 DEV_SEEDS = range(999_000_000, 1_000_000_000)
 DRAW_SEEDS = range(TRAINING_SEEDS.start, DEV_SEEDS.start)
 HELDOUT_SEEDS = range(1_000_000_000, 1_100_000_000)
-VERSIONS: dict[str, int] = {"v2": 1}
+VERSIONS: dict[str, int] = {"v2": 1, "v3": 2}  # each name's seed block
 RETIRED_VERSIONS: dict[str, str] = {
     "v1": "the generators changed (arithmetic template families, easier string_ops levels, varied phrasing)",
 }
-CURRENT_VERSION = "v2"
+RETIRED_FOR: dict[str, dict[str, str]] = {
+    "python_functions": {
+        "v2": "python_functions changed: constants widened so every level is key-protected, report-only families",
+    },
+}
+CURRENT_VERSION = "v2"  # for environments without an entry in CURRENT_VERSIONS
+CURRENT_VERSIONS: dict[str, str] = {"python_functions": "v3"}
 DEFAULT_PER_LEVEL = 20
 RESERVED_PER_LEVEL = 50
 PROBE_DRAWS = 100
@@ -98,9 +110,21 @@ def task_key(task: TaskSpec, env: Environment | None = None) -> str:
     return f"{task.environment}:prompt:{task.fingerprint}"
 
 
-def set_name(environment: str, version: str = CURRENT_VERSION, slice_: Slice = "gate") -> str:
+def current_version(environment: str) -> str:
+    """The held-out version ``environment`` uses now."""
+    return CURRENT_VERSIONS.get(environment, CURRENT_VERSION)
+
+
+def live_versions(environment: str) -> list[str]:
+    """Every version of ``environment`` whose sets still exist: none newer than its current, none retired."""
+    newest = VERSIONS[current_version(environment)]
+    retired = RETIRED_FOR.get(environment, {})
+    return [v for v, block in VERSIONS.items() if block <= newest and v not in retired and v not in RETIRED_VERSIONS]
+
+
+def set_name(environment: str, version: str | None = None, slice_: Slice = "gate") -> str:
     kind = "heldout" if slice_ == "gate" else slice_
-    return f"{environment}-{kind}-{version}"
+    return f"{environment}-{kind}-{version or current_version(environment)}"
 
 
 def heldout_seed(version: str, difficulty: int, index: int, slice_: Slice = "gate") -> int:
@@ -120,7 +144,7 @@ def heldout_seed(version: str, difficulty: int, index: int, slice_: Slice = "gat
 
 def heldout_set(
     environment: str,
-    version: str = CURRENT_VERSION,
+    version: str | None = None,
     *,
     per_level: int = DEFAULT_PER_LEVEL,
     env: Environment | None = None,
@@ -134,7 +158,7 @@ def heldout_set(
 
 def report_set(
     environment: str,
-    version: str = CURRENT_VERSION,
+    version: str | None = None,
     *,
     per_level: int = DEFAULT_PER_LEVEL,
     env: Environment | None = None,
@@ -145,7 +169,7 @@ def report_set(
 
 def dev_set(
     environment: str,
-    version: str = CURRENT_VERSION,
+    version: str | None = None,
     *,
     per_level: int = DEFAULT_PER_LEVEL,
     env: Environment | None = None,
@@ -157,7 +181,7 @@ def dev_set(
 def slice_set(
     environment: str,
     slice_: Slice,
-    version: str = CURRENT_VERSION,
+    version: str | None = None,
     *,
     per_level: int = DEFAULT_PER_LEVEL,
     env: Environment | None = None,
@@ -185,12 +209,12 @@ def digest(tasks: Iterable[TaskSpec]) -> str:
     return hashed.hexdigest()
 
 
-def heldout_digest(environment: str, version: str = CURRENT_VERSION, *, per_level: int = DEFAULT_PER_LEVEL) -> str:
+def heldout_digest(environment: str, version: str | None = None, *, per_level: int = DEFAULT_PER_LEVEL) -> str:
     return digest(heldout_set(environment, version, per_level=per_level))
 
 
 def heldout_fingerprints(
-    environment: str, version: str = CURRENT_VERSION, *, env: Environment | None = None
+    environment: str, version: str | None = None, *, env: Environment | None = None
 ) -> frozenset[str]:
     """Normalised prompts of every reserved task (all three slices) of one version."""
     env = env or get_environment(environment)
@@ -199,7 +223,7 @@ def heldout_fingerprints(
     return reserved(env, version).fingerprints
 
 
-def protected_levels(environment: str, version: str = CURRENT_VERSION, *, env: Environment | None = None) -> list[int]:
+def protected_levels(environment: str, version: str | None = None, *, env: Environment | None = None) -> list[int]:
     """The levels where reserved tasks are protected by key as well as by seed and prompt."""
     env = env or get_environment(environment)
     return sorted(reserved(env, version).protected) if env.training_allowed else []
@@ -208,7 +232,7 @@ def protected_levels(environment: str, version: str = CURRENT_VERSION, *, env: E
 def is_heldout(environment: str, prompt: str) -> bool:
     """Whether ``prompt`` (normalised) is a reserved task (any slice) of any current version of ``environment``."""
     fingerprint = prompt_fingerprint(prompt)
-    return any(fingerprint in heldout_fingerprints(environment, version) for version in VERSIONS)
+    return any(fingerprint in heldout_fingerprints(environment, version) for version in live_versions(environment))
 
 
 def is_heldout_task(task: TaskSpec, *, env: Environment | None = None) -> bool:
@@ -220,7 +244,7 @@ def is_heldout_task(task: TaskSpec, *, env: Environment | None = None) -> bool:
     if not env.training_allowed:
         return task.fingerprint in heldout_fingerprints(env.name, env=env)
     key = task_key(task, env)
-    for version in VERSIONS:
+    for version in live_versions(env.name):
         held = reserved(env, version)
         if task.fingerprint in held.fingerprints or key in held.keys:
             return True
@@ -231,7 +255,7 @@ def training_task(env: Environment, difficulty: int, rng: random.Random, *, max_
     """A fresh training task: a seed from ``DRAW_SEEDS``, outside every reserved slice by prompt and by key."""
     if not env.training_allowed:
         raise TrainingNotAllowed(f"{env.name} is evaluation-only and gives no training tasks")
-    held = [reserved(env, version) for version in VERSIONS]
+    held = [reserved(env, version) for version in live_versions(env.name)]
     for _ in range(max_tries):
         seed = rng.randrange(DRAW_SEEDS.start, DRAW_SEEDS.stop)
         task = env.generate(difficulty, task_rng(env.name, difficulty, seed))
@@ -247,22 +271,30 @@ def training_task(env: Environment, difficulty: int, rng: random.Random, *, max_
 _RESERVED: dict[tuple[str, type, str], Reserved] = {}
 
 
-def reserved(env: Environment, version: str = CURRENT_VERSION) -> Reserved:
+def reserved(env: Environment, version: str | None = None) -> Reserved:
     """The reserved tasks, cached per (environment, class, version): generation ignores instance state."""
-    _check_version(version)
+    version = version or current_version(env.name)
+    _check_version(version, env.name)
     cache_key = (env.name, type(env), version)
     if cache_key not in _RESERVED:
         _RESERVED[cache_key] = _generate_reserved(env, version)
     return _RESERVED[cache_key]
 
 
-def _check_version(version: str) -> None:
+def _check_version(version: str, environment: str | None = None) -> None:
+    """Raise unless ``version`` exists (and, given ``environment``, is one of that environment's live versions)."""
+    use = current_version(environment) if environment else CURRENT_VERSION
     if version in RETIRED_VERSIONS:
-        raise ValueError(
-            f"held-out version {version!r} is retired ({RETIRED_VERSIONS[version]}); use {CURRENT_VERSION}"
-        )
+        raise ValueError(f"held-out version {version!r} is retired ({RETIRED_VERSIONS[version]}); use {use}")
     if version not in VERSIONS:
         raise ValueError(f"unknown held-out version {version!r}: known versions are {', '.join(VERSIONS)}")
+    if environment is None:
+        return
+    retired = RETIRED_FOR.get(environment, {})
+    if version in retired:
+        raise ValueError(f"{environment}: held-out version {version!r} is retired ({retired[version]}); use {use}")
+    if version not in live_versions(environment):
+        raise ValueError(f"{environment}: held-out version {version!r} is not in use yet; its current version is {use}")
 
 
 def _generate_reserved(env: Environment, version: str) -> Reserved:

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from lamarck.curriculum.environment import Reward, TaskSpec, ToolSpec, check_difficulty, check_task, extract_code
 from lamarck.curriculum.environments.code_harness import run_tests
-from lamarck.curriculum.environments.python_families import LEVELS, Family, families_for
+from lamarck.curriculum.environments.python_families import (
+    FAMILIES,
+    LEVELS,
+    REPORT_FAMILIES,
+    Family,
+    Split,
+    families_for,
+)
 
 if TYPE_CHECKING:
     from lamarck.platform.sandbox import Sandbox
@@ -49,13 +56,19 @@ class PythonFunctionsEnv:
     answer_format = ANSWER_FORMAT
     training_allowed = True
 
+    training_families: tuple[str, ...] = tuple(family.name for family in FAMILIES)
+    report_families: tuple[str, ...] = tuple(family.name for family in REPORT_FAMILIES)
+
     def __init__(self, sandbox: Sandbox | None = None, *, wall_seconds: float | None = None) -> None:
         self.sandbox = sandbox
         self.wall_seconds = wall_seconds
 
-    def generate(self, difficulty: int, rng: random.Random) -> TaskSpec:
+    def generate(self, difficulty: int, rng: random.Random, *, split: Split = "train") -> TaskSpec:
+        """A task of ``difficulty``; ``split="report"`` draws from the report families, which training never sees."""
         check_difficulty(self.name, self.difficulties, difficulty)
-        family = rng.choice(families_for(difficulty))
+        if split not in ("train", "report"):
+            raise ValueError(f"{self.name}: split must be 'train' or 'report', got {split!r}")
+        family = rng.choice(families_for(difficulty, split))
         while True:
             consts = family.consts(rng)
             cases = _cases(family, consts, rng)
@@ -76,7 +89,7 @@ class PythonFunctionsEnv:
                 "tests": tests,
                 "solution": family.code.format(**consts),
             },
-            metadata={"family": family.name, "constants": consts, "n_tests": len(tests)},
+            metadata={"family": family.name, "split": split, "constants": consts, "n_tests": len(tests)},
         )
 
     def task_key(self, task: TaskSpec) -> str:
