@@ -6,17 +6,29 @@ import pytest
 
 from lamarck.curriculum.environment import Environment, extract_code
 from lamarck.curriculum.environments.code_harness import SandboxMissing
-from lamarck.curriculum.environments.python_families import FAMILIES, families_for
+from lamarck.curriculum.environments.python_families import FAMILIES, REPORT_FAMILIES, families_for
 from lamarck.curriculum.environments.python_functions import PythonFunctionsEnv
+
+ALL_FAMILIES = FAMILIES + REPORT_FAMILIES
+
+
+def _split_of(family_name):
+    return "report" if family_name in {f.name for f in REPORT_FAMILIES} else "train"
 
 
 def _task_for(env, family_name, seed=0):
-    family = next(f for f in FAMILIES if f.name == family_name)
+    family = next(f for f in ALL_FAMILIES if f.name == family_name)
     for s in range(seed, seed + 500):
-        task = env.generate(family.level, random.Random(s))
+        task = env.generate(family.level, random.Random(s), split=_split_of(family_name))
         if task.metadata["family"] == family_name:
             return task
     raise AssertionError(family_name)
+
+
+def _passes_in_process(task):
+    namespace = {"_same": lambda a, b: type(a) is type(b) and a == b}
+    exec(task.reference["solution"], namespace)
+    return all(eval(test, namespace) for test in task.reference["tests"])
 
 
 def test_ladder_and_generation():
@@ -33,20 +45,20 @@ def test_ladder_and_generation():
         env.generate(42, random.Random(0))
 
 
-def test_reference_solutions_pass_in_process():
+@pytest.mark.parametrize("split", ["train", "report"])
+def test_reference_solutions_pass_in_process(split):
     """Every family's reference passes its own tests (cheap check over many seeds, no sandbox)."""
     env = PythonFunctionsEnv()
     for d in env.difficulties:
         for seed in range(60):
-            task = env.generate(d, random.Random(seed))
-            namespace = {"_same": lambda a, b: type(a) is type(b) and a == b}
-            exec(task.reference["solution"], namespace)
-            assert all(eval(test, namespace) for test in task.reference["tests"]), task.prompt
+            task = env.generate(d, random.Random(seed), split=split)
+            assert task.metadata["split"] == split
+            assert _passes_in_process(task), task.prompt
 
 
 def test_reference_solution_of_every_family_passes_in_sandbox(sandbox):
     env = PythonFunctionsEnv(sandbox=sandbox)
-    for family in FAMILIES:
+    for family in ALL_FAMILIES:
         task = _task_for(env, family.name)
         answer = f"Here you go:\n```python\n{task.reference['solution']}```\nThis works."
         reward = env.verify(task, answer)
@@ -118,3 +130,48 @@ def test_task_key_is_family_and_constants():
     task = _task_for(env, "scale")
     assert env.task_key(task) == f"scale:{{\"k\": {task.metadata['constants']['k']}}}"
     assert env.task_key(task.model_copy(update={"prompt": "reworded"})) == env.task_key(task)
+
+
+def test_report_families_are_separate_and_cover_every_level():
+    env = PythonFunctionsEnv()
+    assert set(env.training_families) == {f.name for f in FAMILIES}
+    assert set(env.report_families) == {f.name for f in REPORT_FAMILIES}
+    assert not set(env.training_families) & set(env.report_families)
+    assert all(families_for(d, "report") for d in env.difficulties)
+    for d in env.difficulties:
+        drawn = {env.generate(d, random.Random(s)).metadata["family"] for s in range(300)}
+        assert drawn == {f.name for f in families_for(d)}  # the default split is training, all its families
+        report = {env.generate(d, random.Random(s), split="report").metadata["family"] for s in range(300)}
+        assert report == {f.name for f in families_for(d, "report")}
+    with pytest.raises(ValueError, match="split must be"):
+        env.generate(1, random.Random(0), split="gate")
+
+
+@pytest.mark.parametrize("family", ALL_FAMILIES, ids=lambda f: f.name)
+def test_every_family_has_key_hints_and_a_passing_reference(family):
+    env = PythonFunctionsEnv()
+    task = _task_for(env, family.name)
+    assert _passes_in_process(task) and len(task.reference["tests"]) >= 4
+    assert env.task_key(task).startswith(f"{family.name}:")
+    assert env.task_key(task.model_copy(update={"prompt": "other words"})) == env.task_key(task)
+    solution = task.reference["solution"].rstrip()
+    assert solution in env.solution_hint(task, 1.0)
+    part = env.solution_hint(task, 0.4)
+    assert part is None or (solution not in part and solution.splitlines()[0] in part)
+    assert "```python" in env.glossary() and family.name not in env.glossary()
+
+
+def test_training_families_span_enough_programs_to_reserve_some():
+    """About a thousand programs or more per training family, so reserving ~25 per family leaves training the rest.
+
+    Report families only fill the report slice (50 distinct keys a level); training never draws them.
+    """
+
+    def programs(family):
+        rng = random.Random(0)
+        return len({repr(sorted(family.consts(rng).items())) for _ in range(4000)})
+
+    for family in FAMILIES:
+        assert programs(family) >= 800, family.name
+    for level in PythonFunctionsEnv.difficulties:
+        assert sum(programs(family) for family in families_for(level, "report")) >= 100, level
