@@ -49,7 +49,8 @@ def test_tiny_sft_lowers_loss_and_the_engine_serves_the_adapter(
         add_episode(sqlite_db, task, prompt, answer=f"zebra {tag} {seed}")
     settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url, model_store_dir=model_store.root,
                         training=TrainingSettings(max_steps=4, batch_size=3, learning_rate=3e-3, lora_rank=8,
-                                                  lora_alpha=16, save_steps=2))
+                                                  lora_alpha=16, save_steps=2, process_filter=False,
+                                                  anchor_levels=0))  # the helper's rows are placeholders
     container = Container(settings)
     bus = EventBus(sqlite_db)
     dataset = pipeline.prepare_dataset(container, "smollm2-135m")

@@ -148,8 +148,18 @@ class TrainingSettings(BaseModel):
     process_filter: bool = True  # a pass becomes a row only if its answer follows from its work
     repaired_weight: float = Field(0.5, ge=0.0, le=1.0)  # share of critic-repaired rows trained (0: none, 1: all)
     max_length: int = Field(1024, ge=64)
-    max_steps: int = Field(60, ge=1)
-    learning_rate: float = Field(2e-4, gt=0.0)
+    # the recipe (training/recipe.py): steps from the data, warmup and decay, a validation split by task
+    epochs: float = Field(2.0, gt=0.0)  # passes over the training side: steps = ceil(epochs * rows / (batch * accum))
+    min_steps: int = Field(10, ge=1)
+    max_steps: int = Field(60, ge=1)  # the cap on a job's steps, whatever its size
+    learning_rate: float = Field(1e-3, gt=0.0)  # peak, after warmup
+    lr_scheduler: Literal["cosine", "constant"] = "cosine"
+    warmup_ratio: float = Field(0.1, ge=0.0, lt=1.0)  # share of the steps spent ramping up from 0
+    validation_share: float = Field(0.15, ge=0.0, lt=1.0)  # share of tasks (not rows) held out; 0: no split
+    evaluations: int = Field(6, ge=1)  # validation passes per job, evenly spaced (the last at the last step)
+    early_stopping_patience: int = Field(2, ge=0)  # evaluations without a new best before stopping; 0: never
+    keep_best: bool = True  # return the best evaluated weights, not the last (early stopping always does)
+    refuse_rise: float = Field(0.05, ge=0.0)  # refused if the last validation loss ends this far above the parent's
     batch_size: int = Field(4, ge=1)
     grad_accum: int = Field(1, ge=1)
     lora_rank: int = Field(16, ge=1, le=256)

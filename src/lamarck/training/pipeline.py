@@ -3,6 +3,11 @@
 Every step is idempotent on (parent version, dataset digest): the candidate's id is derived from both, a digest
 already trained from a parent is refused, and the dataset directory is content-addressed. Rollouts never wait on
 any of this: the champion keeps serving until the gate promotes something else.
+
+A job whose validation loss rose (``recipe.refusal``) registers nothing: its reason and metrics are written to
+``data_dir/training/refused/<candidate id>.json`` and published as ``training.refused``, the job ends with
+``CandidateRefused`` (recorded once as a failed job, not retried), a redelivery refuses again without training, and
+the same dataset is not scheduled again from the same parent. Its dataset and episodes stay where they were.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 
 from lamarck.platform.container import Container
@@ -22,6 +27,7 @@ from lamarck.platform.events import EventBus
 from lamarck.platform.storage.records import Episode, ModelVersion
 from lamarck.training import registry
 from lamarck.training.dataset_io import dataset_dir, load_dataset, save_dataset
+from lamarck.training.recipe import CandidateRefused, refusal
 from lamarck.training.traces_to_rows import DistillationSet, NoNewEpisodes, build_dataset
 
 log = logging.getLogger(__name__)
@@ -44,6 +50,38 @@ class CandidateResult(BaseModel):
     dataset_digest: str
     created: bool  # False when an earlier delivery of the same job had already made it
     metrics: dict[str, Any] = {}
+
+
+class Refusal(BaseModel):
+    """A trained job that produced no candidate, and why."""
+
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
+    version_id: str  # the candidate id it would have had
+    parent_version: str
+    dataset_digest: str
+    reason: str
+    metrics: dict[str, Any] = {}
+
+
+def refusal_path(data_dir: Path, version_id: str) -> Path:
+    return data_dir / "training" / "refused" / f"{version_id}.json"
+
+
+def refused(container: Container, version_id: str) -> Refusal | None:
+    path = refusal_path(container.settings.data_dir, version_id)
+    return Refusal.model_validate_json(path.read_text()) if path.is_file() else None
+
+
+def record_refusal(container: Container, refusal_record: Refusal, bus: EventBus | None) -> None:
+    path = refusal_path(container.settings.data_dir, refusal_record.version_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(refusal_record.model_dump_json(indent=2))
+    tmp.replace(path)
+    log.warning("training: %s refused: %s", refusal_record.version_id, refusal_record.reason)
+    if bus is not None:
+        bus.publish("training.refused", refusal_record.model_dump(mode="json"))
 
 
 def distill_job_key(parent_version: str, dataset_digest: str) -> str:
@@ -96,6 +134,10 @@ def maybe_schedule_distillation(container: Container, send: Sender, *, bus: Even
     if done is not None:
         return ScheduleResult(scheduled=False, reason=f"dataset already trained as {done.id}", parent_version=parent,
                               new_episodes=new, dataset_digest=dataset.digest)
+    before = refused(container, registry.candidate_id(parent, dataset.digest))
+    if before is not None:
+        return ScheduleResult(scheduled=False, reason=f"dataset already trained and refused: {before.reason}",
+                              parent_version=parent, new_episodes=new, dataset_digest=dataset.digest)
     send("lamarck.train.distill", {"parent_version": parent, "dataset_digest": dataset.digest})
     if bus is not None:
         bus.publish("training.scheduled", {"parent_version": parent, "dataset_digest": dataset.digest,
@@ -128,6 +170,9 @@ def train_candidate(
         if existing is not None:
             return CandidateResult(version_id=existing.id, parent_version=parent_version,
                                    dataset_digest=dataset_digest, created=False)
+    before = refused(container, version_id)
+    if before is not None:
+        raise CandidateRefused(f"{version_id} was refused before: {before.reason}")
     dataset = load_or_rebuild(container, parent_version, dataset_digest)
     spec = container.model_store.resolve(parent_version)
     work = settings.data_dir / "training" / version_id
@@ -143,9 +188,16 @@ def train_candidate(
                        parent_adapter=spec.adapter_dir, tensorboard_dir=tensorboard / "sft", on_metrics=sink,
                        max_steps=max_steps)
     adapter = Path(result.output_dir)
-    metrics: dict[str, Any] = {"sft": result.model_dump(), "rows": len(dataset.rows), "pairs": len(dataset.pairs),
+    metrics: dict[str, Any] = {"sft": result.model_dump(mode="json"), "rows": len(dataset.rows),
+                               "pairs": len(dataset.pairs),
                                "data_until": dataset.until.isoformat() if dataset.until else None,
                                "environments": dataset.environments, "counts": dataset.counts()}
+    reason = refusal(result.validation, settings.training.refuse_rise)
+    if reason is not None:
+        record_refusal(container, Refusal(version_id=version_id, parent_version=parent_version,
+                                          dataset_digest=dataset_digest, reason=reason, metrics=metrics), bus)
+        shutil.rmtree(work, ignore_errors=True)
+        raise CandidateRefused(f"{version_id}: {reason}")
     if settings.training.dpo and dataset.pairs:
         from lamarck.training.dpo import train_dpo
 
@@ -165,8 +217,11 @@ def train_candidate(
         )
     shutil.rmtree(work, ignore_errors=True)  # checkpoints are only for resuming; the adapter is in the store
     if bus is not None:
+        validation = result.validation
         bus.publish("model.candidate", {"version": version_id, "parent": parent_version, "digest": dataset_digest,
-                                        "first_loss": result.first_loss, "last_loss": result.last_loss})
+                                        "first_loss": result.first_loss, "last_loss": result.last_loss,
+                                        "val_loss_start": validation.start_loss if validation else None,
+                                        "val_loss_best": validation.best_loss if validation else None})
     return CandidateResult(version_id=version_id, parent_version=parent_version, dataset_digest=dataset_digest,
                            created=True, metrics=metrics)
 

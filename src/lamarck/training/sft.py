@@ -5,8 +5,15 @@ training continues from that adapter (loaded trainable) instead of stacking a se
 single LoRA adapter on the unchanged base, which is what the local engine and vLLM serve per version. A full
 fine-tune (``training.full_finetune``) exists for benchmarks; it writes full weights the engine does not serve.
 
-A killed job resumes: checkpoints go to ``work_dir/checkpoint-*`` every ``save_steps`` and the next run of the
-same job (same work_dir, keyed by parent and dataset digest) passes ``resume_from_checkpoint``.
+The recipe (``training/recipe.py``): LoRA on every linear layer of the decoder (attention and MLP), a warmup then
+cosine decay, steps from the data size, and a validation split by task. The parent's validation loss is measured
+before the first step; the trainer evaluates every few steps, stops after ``early_stopping_patience`` evaluations
+without a new best and returns the best checkpoint. ``TrainResult.validation`` carries the curve, so the pipeline
+can refuse a job whose validation loss only rose.
+
+A killed job resumes: checkpoints go to ``work_dir/checkpoint-*`` (every evaluation when there is a validation side,
+else every ``save_steps``) and the next run of the same job (same work_dir, keyed by parent and dataset digest)
+passes ``resume_from_checkpoint``.
 
 Speed on CPU: TRL's SFTTrainer computes the loss through its "fused LM head" (``add_fused_lm_head``), built for
 GPUs: without Triton it scores every position (prompt and padding too), recomputes the head's matmul in the
@@ -32,12 +39,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from lamarck.platform.settings import TrainingSettings
+from lamarck.training import recipe
 from lamarck.training.device import TrainDevice, choose_device
+from lamarck.training.recipe import Evaluation, ValidationReport
 from lamarck.training.traces_to_rows import TrainingRow, tokenize_row
 
 log = logging.getLogger(__name__)
 
-LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # all linear but the head
 MetricSink = Callable[[dict[str, Any]], None]
 
 
@@ -52,6 +61,13 @@ class TrainResult(BaseModel):
     device: str
     precision: str
     resumed: bool
+    train_rows: int = 0
+    planned_steps: int = 0  # before early stopping
+    learning_rate: float = 0.0
+    lr_scheduler: str = ""
+    warmup_steps: int = 0
+    validation: ValidationReport | None = None  # None: too few tasks to hold any out (see ``validation_note``)
+    validation_note: str = ""
 
 
 def tokenized_rows(tokenizer: Any, rows: list[TrainingRow], max_length: int) -> list[dict[str, list[int]]]:
@@ -119,11 +135,12 @@ def _compact_head_trainer() -> Any:  # the class is built on first use: importin
     from trl import SFTTrainer
 
     class CompactHeadSFTTrainer(SFTTrainer):  # type: ignore[misc, valid-type]
-        """SFTTrainer whose training loss is ``compact_lm_loss``; anything it does not cover goes to TRL's."""
+        """SFTTrainer whose training and validation loss is ``compact_lm_loss``; anything it does not cover goes to
+        TRL's."""
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # type: ignore[no-untyped-def]
             unwrapped = self.accelerator.unwrap_model(model)
-            if (not model.training or return_outputs or "labels" not in inputs or "shift_labels" in inputs
+            if (return_outputs or "labels" not in inputs or "shift_labels" in inputs
                     or self.aux_loss_enabled or self.compute_loss_func is not None or self.label_smoother is not None
                     or self.args.loss_type != "nll" or self.accelerator.num_processes != 1
                     or not compact_head_supported(unwrapped)):
@@ -131,9 +148,11 @@ def _compact_head_trainer() -> Any:  # the class is built on first use: importin
                                             num_items_in_batch=num_items_in_batch)
             loss, stats = compact_lm_loss(unwrapped, inputs, num_items_in_batch)
             count = int(stats["label_count"])
-            metrics = self._metrics["train"]
+            metrics = self._metrics["train" if model.training else "eval"]
             metrics["entropy"].append(float(stats["entropy_sum"]) / count if count else 0.0)
             metrics["mean_token_accuracy"].append(int(stats["correct"]) / count if count else 0.0)
+            if not model.training:
+                return loss
             mask = inputs.get("attention_mask")
             self._total_train_tokens += int(mask.sum()) if mask is not None else int(inputs["input_ids"].numel())
             metrics["num_tokens"] = [self._total_train_tokens]
@@ -159,23 +178,47 @@ def load_model(base_dir: Path, parent_adapter: Path | None, settings: TrainingSe
     return get_peft_model(model, config)
 
 
-def sft_config(work_dir: Path, settings: TrainingSettings, device: TrainDevice, *, max_steps: int | None = None) -> Any:
+class Plan(BaseModel):
+    """What one SFT job will do: its step budget, schedule and evaluation cadence."""
+
+    steps: int
+    warmup_steps: int
+    scheduler: str
+    eval_steps: int | None  # None: no validation side
+
+
+def plan(settings: TrainingSettings, train_rows: int, *, validation: bool, max_steps: int | None = None) -> Plan:
+    """``max_steps`` (a job's explicit override) replaces the steps planned from the data size."""
+    steps = max_steps or recipe.planned_steps(train_rows, settings)
+    return Plan(steps=steps, warmup_steps=recipe.warmup_steps(steps, settings.warmup_ratio),
+                scheduler=recipe.scheduler_type(settings),
+                eval_steps=recipe.eval_every(steps, settings.evaluations) if validation else None)
+
+
+def sft_config(work_dir: Path, settings: TrainingSettings, device: TrainDevice, job: Plan) -> Any:
     from trl import SFTConfig
 
+    validation: dict[str, Any] = {}
+    if job.eval_steps is not None:
+        validation = {
+            "eval_strategy": "steps", "eval_steps": job.eval_steps, "per_device_eval_batch_size": settings.batch_size,
+            "prediction_loss_only": True, "metric_for_best_model": "eval_loss", "greater_is_better": False,
+            "load_best_model_at_end": settings.keep_best or settings.early_stopping_patience > 0,
+        }
     return SFTConfig(
         output_dir=str(work_dir),
-        max_steps=max_steps or settings.max_steps,
+        max_steps=job.steps,
         learning_rate=settings.learning_rate,
         per_device_train_batch_size=settings.batch_size,
         gradient_accumulation_steps=settings.grad_accum,
         optim="adamw_torch_fused",  # one kernel over all tensors (also on CPU): ~5x faster than the for-loop AdamW
-        lr_scheduler_type="constant",
-        warmup_steps=0,
+        lr_scheduler_type=job.scheduler,
+        warmup_steps=job.warmup_steps,
         weight_decay=0.0,
         logging_steps=1,
         save_strategy="steps",
-        save_steps=settings.save_steps,
-        save_total_limit=2,
+        save_steps=job.eval_steps or settings.save_steps,  # the best checkpoint is only known at a save
+        save_total_limit=2,  # with load_best_model_at_end the best checkpoint is kept besides the latest
         report_to="none",  # the TensorBoard callback is added with an explicit log dir
         seed=settings.seed,
         max_length=settings.max_length,
@@ -183,6 +226,7 @@ def sft_config(work_dir: Path, settings: TrainingSettings, device: TrainDevice, 
         train_sampling_strategy="group_by_length",  # batches of similar length: little padding, no packing needed
         include_num_input_tokens_seen="non_padding",
         disable_tqdm=True,
+        **validation,
         **device.trainer_kwargs(),
     )
 
@@ -199,20 +243,42 @@ def train_sft(
     max_steps: int | None = None,
 ) -> TrainResult:
     from datasets import Dataset
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, EarlyStoppingCallback
 
     device = choose_device(settings.precision)
     tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
-    data = tokenized_rows(tokenizer, rows, settings.max_length)
+    split = recipe.split_by_task(rows, settings.validation_share, seed=settings.seed)
+    data = tokenized_rows(tokenizer, split.train, settings.max_length)
     if not data:
         raise ValueError("no trainable rows (all empty, zero-weight or longer than training.max_length)")
+    held = tokenized_rows(tokenizer, split.validation, settings.max_length)
+    job = plan(settings, len(data), validation=bool(held), max_steps=max_steps)
     model = load_model(base_dir, parent_adapter, settings, device)
+    extra = callbacks(tensorboard_dir, on_metrics)
+    if held and settings.early_stopping_patience > 0:
+        extra.append(EarlyStoppingCallback(early_stopping_patience=settings.early_stopping_patience))
     trainer = trainer_class(device)(
-        model=model, args=sft_config(work_dir, settings, device, max_steps=max_steps),
-        train_dataset=Dataset.from_list(data), processing_class=tokenizer,
-        callbacks=callbacks(tensorboard_dir, on_metrics),
+        model=model, args=sft_config(work_dir, settings, device, job), train_dataset=Dataset.from_list(data),
+        eval_dataset=Dataset.from_list(held) if held else None, processing_class=tokenizer, callbacks=extra,
     )
-    return run_trainer(trainer, work_dir, device, "adapter" if not settings.full_finetune else "model")
+    start_loss = float(trainer.evaluate()["eval_loss"]) if held else None  # the parent's, before any step
+    result = run_trainer(trainer, work_dir, device, "adapter" if not settings.full_finetune else "model")
+    validation = None
+    if start_loss is not None:
+        validation = ValidationReport.of(
+            rows=len(held), tasks=len(split.validation_tasks), start_loss=start_loss,
+            evaluations=evaluations(trainer.state.log_history), planned_steps=job.steps,
+            kept="best" if trainer.args.load_best_model_at_end else "last")
+    return result.model_copy(update={
+        "train_rows": len(data), "planned_steps": job.steps, "learning_rate": settings.learning_rate,
+        "lr_scheduler": job.scheduler, "warmup_steps": job.warmup_steps, "validation": validation,
+        "validation_note": split.note})
+
+
+def evaluations(log_history: list[dict[str, Any]]) -> list[Evaluation]:
+    """The trainer's validation losses by step (a resumed job's history includes the evaluations before the kill)."""
+    by_step = {int(entry["step"]): float(entry["eval_loss"]) for entry in log_history if "eval_loss" in entry}
+    return [Evaluation(step=step, loss=loss) for step, loss in sorted(by_step.items())]
 
 
 def callbacks(tensorboard_dir: Path | None, on_metrics: MetricSink | None) -> list[Any]:
