@@ -48,8 +48,8 @@ def test_full_run_records_everything_once(sqlite_db: Database, tmp_path: Path) -
         cells = list(session.scalars(select(CapabilityCell)))
         assert sum(c.attempts for c in cells) == 16
         assert sum(c.successes for c in cells) == sum(e.outcome == "passed" for e in originals)
-        lessons = [lesson.text for lesson in session.scalars(select(Lesson))]
-        assert lessons and len(lessons) == len(set(lessons))
+        lessons = [lesson.text for lesson in session.scalars(select(Lesson).where(Lesson.status == "active"))]
+        assert lessons and len(lessons) == len(set(lessons))  # a retired lesson may be learned again
     counts = Counter(recorder.events)
     assert counts["run_started"] == 1 and counts["run_finished"] == 1
     assert counts["tasks_proposed"] == 2 and counts["generation_summary"] == 2

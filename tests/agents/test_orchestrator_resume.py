@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from lamarck.agents.runs import RunError, create_run
-from lamarck.agents.teacher import LADDER
+from lamarck.agents.teacher import HintLevel
 from lamarck.platform.storage import migrate
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -52,8 +53,9 @@ def _run_and_kill(mode: str, db: Database, data_dir: Path, run_id: str, until: C
     assert child.returncode == -signal.SIGKILL
 
 
-def _uninterrupted(tmp_path: Path) -> tuple[list[tuple[str, int]], int]:
-    """The same run without kills, on a fresh database: (task prompt, sample) of every original episode, and cells."""
+def _uninterrupted(tmp_path: Path) -> tuple[list[tuple[str, int]], int, list[tuple[str, str, int]]]:
+    """The same run without kills, on a fresh database: (task prompt, sample) of every original episode, the cells'
+    attempts, and the lessons (a lesson the run retired may be learned again, so texts may repeat)."""
     db = Database(f"sqlite:///{tmp_path / 'reference.db'}")
     migrate.upgrade(db)
     with scripted_orchestrator(db, tmp_path / "reference") as orchestrator:
@@ -62,16 +64,21 @@ def _uninterrupted(tmp_path: Path) -> tuple[list[tuple[str, int]], int]:
         episodes = sorted((task.prompt, e.sample_index) for e, task in session.execute(
             select(Episode, Task).join(Task, Task.id == Episode.task_id).where(Episode.repaired_from_id.is_(None))))
         attempts = sum(cell.attempts for cell in session.scalars(select(CapabilityCell)))
+        lessons = _lessons(session)
     db.dispose()
-    return episodes, attempts
+    return episodes, attempts, lessons
 
 
-CONFIG = small_config(generations=2, batch_size=4, samples_per_task=2, hints=list(LADDER))
+def _lessons(session: Session) -> list[tuple[str, str, int]]:
+    return sorted((lesson.text, lesson.status, lesson.times_seen) for lesson in session.scalars(select(Lesson)))
+
+
+CONFIG = small_config(generations=2, batch_size=4, samples_per_task=2, hints=[HintLevel.NONE, HintLevel.FULL])
 
 
 def _kill_then_resume(db: Database, data_dir: Path, *, twice: bool) -> None:
     """Killed and resumed with the hint ladder on, the run records exactly what an uninterrupted run records."""
-    expected, expected_attempts = _uninterrupted(data_dir)
+    expected, expected_attempts, expected_lessons = _uninterrupted(data_dir)
     run_id = create_run(db, CONFIG)
 
     # kill 1: during generation 0's critique (some verdicts written, not all)
@@ -100,7 +107,7 @@ def _kill_then_resume(db: Database, data_dir: Path, *, twice: bool) -> None:
         per_episode = Counter(v.episode_id for v in session.scalars(select(Verdict)))
         assert set(per_episode) == {e.id for e in originals} and set(per_episode.values()) == {1}
         lessons = list(session.scalars(select(Lesson)))
-        assert lessons and len({lesson.text for lesson in lessons}) == len(lessons)
+        assert lessons and _lessons(session) == expected_lessons
         for lesson in lessons:
             assert len(set(lesson.source_episode_ids)) == len(lesson.source_episode_ids)
         assert sum(cell.attempts for cell in session.scalars(select(CapabilityCell))) == expected_attempts

@@ -21,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lamarck.agents.harness import load_prompt
 from lamarck.curriculum.environment import Environment, TaskSpec, normalise_prompt
-from lamarck.curriculum.frontier import FrontierSelector, FrontierSlot, Posteriors
+from lamarck.curriculum.frontier import FrontierSelector, FrontierSlot
 from lamarck.curriculum.heldout import is_heldout, training_task
+from lamarck.curriculum.learnable import LearnableFrontier
 from lamarck.curriculum.proposals import SCHEMAS, ProposalRejected, build_task, parse_proposal
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 
@@ -37,7 +38,8 @@ Source = Literal["procedural", "llm", "replay"]
 class ProposerInput(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    profile: Any = Field(description="a CapabilityProfile (anything with the frontier's Posteriors interface)")
+    profile: Any = Field(description="what the frontier reads: a CapabilityProfile (Posteriors) for the Thompson "
+                                     "frontier, per-cell CellEvidence for the learnable-cells frontier")
     batch_size: int = Field(ge=1, le=4096)
     seed: int = 0
     llm_share: float = Field(0.25, ge=0.0, le=1.0)
@@ -78,7 +80,7 @@ class CurriculumProposer:
         environments: Mapping[str, Environment],
         *,
         sandbox: Sandbox | None = None,
-        frontier: FrontierSelector | None = None,
+        frontier: FrontierSelector | LearnableFrontier | None = None,
     ) -> None:
         self.gateway = gateway
         self.environments = dict(environments)
@@ -87,8 +89,7 @@ class CurriculumProposer:
 
     def run(self, request: ProposerInput) -> ProposerOutput:
         rng = random.Random(request.seed)
-        profile: Posteriors = request.profile
-        slots = self.frontier.select(profile, request.batch_size, rng=rng, failed_tasks=request.recent_failures)
+        slots = self.frontier.select(request.profile, request.batch_size, rng=rng, failed_tasks=request.recent_failures)
         asks = [
             self.gateway is not None
             and slot.replay_task is None

@@ -20,6 +20,7 @@ from lamarck.agents.curriculum_proposer import CurriculumProposer, ProposedTask,
 from lamarck.agents.episodes import record_attempts
 from lamarck.agents.demonstrations import recent_demonstrations
 from lamarck.agents.executor import Executor, ExecutorInput
+from lamarck.agents.frontier_evidence import cell_evidence
 from lamarck.agents.hint_ladder import run_ladder
 from lamarck.agents.harness import HarnessSpec
 from lamarck.agents.runs import RunConfig, derived_seed, episode_key_prefix, task_id_for
@@ -32,6 +33,7 @@ from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.memory.embedding_stats import EmbeddingCost, stats_of
 from lamarck.memory.lessons import LessonStore
 from lamarck.platform.events import BusEvent, EventBus
+from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Episode, Lesson, Task
@@ -62,6 +64,7 @@ class RunAgents:
     proposer: CurriculumProposer
     executor: Executor
     critic: Critic
+    gateway: LLMGateway
     library: SkillLibrary
     lessons: LessonStore | None
     config: RunConfig
@@ -117,11 +120,9 @@ class LoopNodes:
         items = self._stored_tasks(run_id, generation)
         seconds = 0.0
         if items is None:
-            with self.a.db.session() as session:
-                profile = CapabilityProfile.load(session)
             clock = time.perf_counter()
             out = self.a.proposer.run(ProposerInput(
-                profile=profile,
+                profile=self._frontier_view(run_id, generation),
                 batch_size=cfg.batch_size,
                 seed=derived_seed(cfg.seed, generation, "propose"),
                 llm_share=cfg.llm_share,
@@ -183,6 +184,14 @@ class LoopNodes:
                        failure_reason=attempt.failure_reason, steps=attempt.steps, skills_used=attempt.skills_used,
                        tokens=attempt.prompt_tokens + attempt.completion_tokens)
         return {"episode_ids": ids, "agent_seconds": {"execute": seconds}}
+
+    def _frontier_view(self, run_id: str, generation: int) -> object:
+        """What the run's frontier reads: per-cell evidence for the current release, or the capability profile."""
+        if self.a.config.frontier == "learnable":
+            return cell_evidence(self.a.gateway, self.a.db, self.a.environments, self.a.harnesses, run_id=run_id,
+                                 model_version=self._model_version(), generation=generation)
+        with self.a.db.session() as session:
+            return CapabilityProfile.load(session)
 
     def _model_version(self) -> str:
         """The run's model, or the current champion when the run follows promotions (distillation's hand-off)."""

@@ -41,6 +41,9 @@ from lamarck.agents.runs import (
 )
 from lamarck.agents.state import GATED, RunState
 from lamarck.agents.summary import GenerationSummary
+from lamarck.curriculum.environment import Environment
+from lamarck.curriculum.frontier import FrontierSelector
+from lamarck.curriculum.learnable import LearnableFrontier
 from lamarck.curriculum.registry import get_environment
 from lamarck.memory.lessons import LessonStore
 from lamarck.platform.events import EventBus
@@ -111,6 +114,12 @@ def open_services(container: Any) -> Iterator[Services]:
                        default_concurrency=settings.engine.max_batch_size)
     finally:
         memory.close()
+
+
+def _frontier(config: RunConfig, environments: dict[str, Environment]) -> FrontierSelector | LearnableFrontier:
+    if config.frontier == "learnable":
+        return LearnableFrontier.from_environments(environments.values())
+    return FrontierSelector.from_environments(environments.values())
 
 
 @dataclass
@@ -217,10 +226,12 @@ class Orchestrator:
             db=s.db,
             bus=s.bus,
             environments=environments,
-            proposer=CurriculumProposer(gateway_for_proposer, environments, sandbox=s.sandbox),
+            proposer=CurriculumProposer(gateway_for_proposer, environments, sandbox=s.sandbox,
+                                        frontier=_frontier(config, environments)),
             executor=Executor(s.gateway, environments, skills=s.library, lessons=s.lessons,
                               max_concurrency=config.concurrency or s.default_concurrency),
             critic=Critic(s.gateway, environments, s.db, lessons=s.lessons),
+            gateway=s.gateway,
             library=s.library,
             lessons=s.lessons,
             config=config,

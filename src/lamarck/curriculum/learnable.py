@@ -11,10 +11,11 @@ and keeps only a small exploration weight; the first untried level above the hig
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
+from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.frontier import FrontierSlot
 
 Cell = tuple[str, int]
@@ -46,6 +47,11 @@ class LearnableFrontier:
         self.explore_weight = explore_weight
         self.min_attempts = min_attempts
 
+    @classmethod
+    def from_environments(cls, environments: Iterable[Environment], **options: float) -> LearnableFrontier:
+        """Frontier over the training environments; evaluation-only ones are left out."""
+        return cls({env.name: tuple(env.difficulties) for env in environments if env.training_allowed}, **options)
+
     def weights(self, evidence: Mapping[Cell, CellEvidence]) -> dict[Cell, tuple[float, str]]:
         """Each selectable cell's weight and why."""
         found: dict[Cell, tuple[float, str]] = {}
@@ -68,8 +74,10 @@ class LearnableFrontier:
                 found[(name, difficulty)] = (p * (1.0 - p), f"learnable: teacher success {p:.2f}, student {student}")
         return found
 
-    def select(self, evidence: Mapping[Cell, CellEvidence], batch_size: int, *, rng: random.Random) -> list[FrontierSlot]:
-        """``batch_size`` cells drawn in proportion to their weight (a batch spreads over the learnable cells)."""
+    def select(self, evidence: Mapping[Cell, CellEvidence], batch_size: int, *, rng: random.Random,
+               failed_tasks: Sequence[TaskSpec] = ()) -> list[FrontierSlot]:
+        """``batch_size`` cells drawn in proportion to their weight (a batch spreads over the learnable cells).
+        Failed tasks are not replayed: the hint ladder already retries a failed task with more help."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         weighted = self.weights(evidence)

@@ -1,0 +1,87 @@
+"""What the learnable-cells frontier reads: per cell, the student's greedy success on the development slice and
+the teacher's recent rollout success, both for the current (model version, harness).
+
+The development slice comes from training seeds and is for the loop's own decisions, so consulting it every
+generation spends nothing of the gate's or the report's statistics. Its greedy results are stored per model and
+harness, so each release is evaluated once. Rollout evidence decays by generation within the run, so the frontier
+moves after a promotion (a new model version starts with no rollout evidence of its own).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+from sqlalchemy import select
+
+from lamarck.agents.evaluation import evaluate, store_evaluation
+from lamarck.agents.harness import HarnessSpec
+from lamarck.curriculum.environment import Environment
+from lamarck.curriculum.heldout import dev_set, digest, set_name
+from lamarck.curriculum.learnable import Cell, CellEvidence
+from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+from lamarck.platform.storage.records import Episode, Task
+
+DEV_PER_LEVEL = 4
+HALF_LIFE_GENERATIONS = 3.0
+
+
+def student_scores(gateway: LLMGateway, db: Database, env: Environment, model_version: str, harness: HarnessSpec,
+                   *, per_level: int = DEV_PER_LEVEL) -> dict[int, float]:
+    """Greedy success per level of ``model_version`` under the student ``harness`` on the development slice."""
+    tasks = dev_set(env.name, per_level=per_level, env=env)
+    eval_set = f"{set_name(env.name, slice_='dev')}/pl{per_level}@{digest(tasks)[:12]}"
+    with db.session() as session:
+        found = repo.find_evaluation(session, model_version=model_version, harness_version=harness.version_id,
+                                     eval_set=eval_set, kind="dev")
+        per_level_scores = dict((found.decision or {}).get("per_level", {})) if found is not None else None
+    if per_level_scores is None:
+        result = evaluate(gateway, env, tasks, model_version, harness, eval_set=eval_set)
+        store_evaluation(db, result, kind="dev")
+        per_level_scores = result.per_level
+    return {int(level): float(score) for level, score in per_level_scores.items()}
+
+
+def rollout_evidence(db: Database, *, run_id: str, model_version: str, harnesses: Mapping[str, HarnessSpec],
+                     generation: int, half_life: float = HALF_LIFE_GENERATIONS) -> dict[Cell, tuple[float, float]]:
+    """(decayed attempts, decayed passes) per cell from this run's verified rollouts of this model and harness."""
+    versions = {harness.version_id for harness in harnesses.values()}
+    query = (select(Task.environment, Task.difficulty, Episode.outcome, Episode.generation, Episode.harness_version)
+             .join(Task, Task.id == Episode.task_id)
+             .where(Episode.run_id == run_id, Episode.model_version == model_version,
+                    Episode.repaired_from_id.is_(None), Episode.outcome.in_(("passed", "failed"))))
+    totals: dict[Cell, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    with db.session() as session:
+        for environment, difficulty, outcome, episode_generation, harness_version in session.execute(query):
+            if harness_version not in versions:
+                continue
+            age = max(0, generation - (episode_generation if episode_generation is not None else generation))
+            weight = 0.5 ** (age / half_life)
+            cell = totals[(environment, difficulty)]
+            cell[0] += weight
+            cell[1] += weight if outcome == "passed" else 0.0
+    return {cell: (attempts, passes) for cell, (attempts, passes) in totals.items()}
+
+
+def cell_evidence(
+    gateway: LLMGateway,
+    db: Database,
+    environments: Mapping[str, Environment],
+    harnesses: Mapping[str, HarnessSpec],
+    *,
+    run_id: str,
+    model_version: str,
+    generation: int,
+) -> dict[Cell, CellEvidence]:
+    rollouts = rollout_evidence(db, run_id=run_id, model_version=model_version, harnesses=harnesses,
+                                generation=generation)
+    evidence: dict[Cell, CellEvidence] = {}
+    for name, env in environments.items():
+        student = student_scores(gateway, db, env, model_version, harnesses[name])
+        for difficulty in env.difficulties:
+            attempts, passes = rollouts.get((name, difficulty), (0.0, 0.0))
+            evidence[(name, difficulty)] = CellEvidence(student_greedy=student.get(difficulty),
+                                                        teacher_attempts=attempts, teacher_passes=passes)
+    return evidence
