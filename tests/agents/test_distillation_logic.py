@@ -12,7 +12,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))  # the
 from training_helpers import add_episode, add_task  # noqa: E402
 
 from lamarck.agents.distillation import Distillation, gate_environments, gate_tasks
-from lamarck.agents.evaluation import gate_evaluator
+from lamarck.agents.evaluation import default_harness_for, gate_evaluator
+from lamarck.agents.executor import student_view
+from lamarck.curriculum.environment import TaskSpec
+from lamarck.platform.storage.trajectory import STUDENT_TOOLS
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.curriculum.heldout import heldout_set
 from lamarck.platform.container import Container
@@ -32,6 +35,14 @@ def _container(tmp_path: Path, db: Database, **training: Any) -> Container:
     settings = Settings(data_dir=tmp_path / "data", database_url=db.url, models=routes,
                         gateway=GatewaySettings(retries=0), training=TrainingSettings(**training))
     return Container(settings)
+
+
+def _student_view(prompt: str) -> dict[str, object]:
+    """What the executor records with a rollout of this arithmetic task under the default harness."""
+    env = ArithmeticEnv()
+    task = TaskSpec(environment="arithmetic", difficulty=1, prompt=prompt)
+    view = student_view(task, env, default_harness_for(env))
+    return {**view, STUDENT_TOOLS: ["calculator", "calc"]}  # the helpers' episodes call a tool named `calc`
 
 
 def _register_candidate(db: Database, version_id: str) -> None:
@@ -71,13 +82,13 @@ def test_schedules_one_job_at_a_time_and_reports_a_failed_one(tmp_path: Path, sq
     try:
         for seed in (510, 511):
             task, prompt = add_task(sqlite_db, seed=seed)
-            add_episode(sqlite_db, task, prompt)
+            add_episode(sqlite_db, task, prompt, student=_student_view(prompt))
         first = driver.schedule()
         assert first is not None and first.scheduled and first.job is not None
         assert driver.in_flight() == [first.job] and len(sent) == 1
 
         task, prompt = add_task(sqlite_db, seed=512)
-        add_episode(sqlite_db, task, prompt)
+        add_episode(sqlite_db, task, prompt, student=_student_view(prompt))
         assert driver.schedule() is None and len(sent) == 1  # the first job has not ended: rollouts just go on
 
         bus.publish("job.started", {"job": first.job})

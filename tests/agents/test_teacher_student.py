@@ -169,3 +169,29 @@ def test_a_demonstration_is_the_task_and_the_models_own_turns(solver: ScriptedLL
     example = demonstration(task, out.attempts[0].trajectory)
     assert example is not None and example.task == task.prompt
     assert example.turns[0].startswith("CALL calculator:") and example.turns[-1].startswith("ANSWER:")
+
+
+def test_the_dataset_check_refuses_a_row_that_does_not_open_as_the_student_sees_it(sqlite_db) -> None:  # type: ignore[no-untyped-def]
+    from lamarck.agents.student_check import student_view_check
+    from lamarck.platform.storage import repositories as repo
+    from lamarck.training.pipeline import DatasetRefused
+    from lamarck.training.traces_to_rows import DistillationSet, TrainingRow
+
+    env = HintedArithmetic()
+    task = env.generate(3, random.Random(9))
+    harness = default_harness("arithmetic")
+    with sqlite_db.session() as session:
+        task_id = repo.add_task(session, environment="arithmetic", difficulty=3, prompt=task.prompt,
+                                reference=task.reference).id
+    opening = render_for_model(Trajectory(messages=student_opening(task, env, harness)))
+    reply = [{"role": "assistant", "content": f"ANSWER: {task.reference['answer']}"}]
+
+    def row(messages: list[dict[str, str]]) -> TrainingRow:
+        return TrainingRow(task_id=task_id, episode_id="e1", environment="arithmetic", difficulty=3,
+                           messages=messages, train_turns=[len(messages) - 1], prompt_length=len(messages) - 1)
+
+    check = student_view_check(sqlite_db, {"arithmetic": env}, lambda name: harness)
+    check(DistillationSet(parent_version="m", rows=[row([*opening, *reply])]))
+    hinted = [*opening[:-1], {"role": "user", "content": opening[-1]["content"] + "\n\nHint: " + GLOSSARY}]
+    with pytest.raises(DatasetRefused, match="does not open with what the executor shows the student"):
+        check(DistillationSet(parent_version="m", rows=[row([*hinted, *reply])]))

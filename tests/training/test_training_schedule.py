@@ -51,3 +51,33 @@ def test_schedules_once_enough_new_episodes_exist_and_never_the_same_data_twice(
         assert not third.scheduled and "already trained" in third.reason and len(sent) == 1
     finally:
         container.close()
+
+
+def test_a_dataset_with_too_few_rows_new_to_the_parents_jobs_is_not_queued(tmp_path: Path, sqlite_db: Database) -> None:
+    settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url,
+                        training=TrainingSettings(min_new_episodes=1, process_filter=False, anchor_levels=0,
+                                                  min_new_row_share=0.5))
+    container = Container(settings)
+    sent: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for seed in range(400, 404):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        first = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert first.scheduled and first.dataset_digest is not None
+        with sqlite_db.session() as session:  # trained, then refused by the gate: the champion is still the base
+            registry.ensure_base_registered(session)
+            registry.register_candidate(session, version_id=registry.candidate_id("smollm2-135m", first.dataset_digest),
+                                        base="smollm2-135m", adapter_path=None, parent_id="smollm2-135m",
+                                        dataset_digest=first.dataset_digest, training_metrics={})
+        task, prompt = add_task(sqlite_db, seed=410)  # one new episode beside four trained ones: 20% new
+        add_episode(sqlite_db, task, prompt)
+        again = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert not again.scheduled and "only 20% of 5 rows are new" in again.reason and len(sent) == 1
+        for seed in range(411, 415):  # five new of nine: enough
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        later = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert later.scheduled and len(sent) == 2
+    finally:
+        container.close()

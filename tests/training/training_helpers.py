@@ -15,8 +15,11 @@ SYSTEM = ("You are a careful problem solver. Word problems.\n\nYou can use these
           "When you know the answer, write a final line of the form\nANSWER: <integer>")
 
 
-def trajectory(prompt: str, answer: str, *, few_shot: str | None = None, bad_first: bool = False) -> Trajectory:
-    messages = [Message(role="system", content=SYSTEM, meta={"lessons": ["l1", "l2"]})]
+def trajectory(prompt: str, answer: str, *, few_shot: str | None = None, bad_first: bool = False,
+               student: dict[str, object] | None = None) -> Trajectory:
+    """``student``: the student view the executor records with a rollout (its opening and tools); without it the
+    episode looks like one recorded before the executor kept it."""
+    messages = [Message(role="system", content=SYSTEM, meta={"lessons": ["l1", "l2"], **(student or {})})]
     if few_shot is not None:
         messages += [Message(role="user", content=few_shot, meta={"few_shot": True}),
                      Message(role="assistant", content="ANSWER: 1", meta={"few_shot": True})]

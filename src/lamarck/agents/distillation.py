@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from lamarck.agents.evaluation import gate_evaluator
+from lamarck.agents.evaluation import default_harness_for, gate_evaluator
+from lamarck.agents.student_check import student_view_check
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.heldout import heldout_set
 from lamarck.curriculum.registry import get_environment, list_environments
@@ -26,7 +27,7 @@ from lamarck.platform.container import Container
 from lamarck.platform.events import EventBus
 from lamarck.platform.storage import repositories as repo
 from lamarck.training import registry
-from lamarck.training.gate import GateDecision, run_gate
+from lamarck.training.gate import GateDecision, look_alpha, run_gate, sign_test_power
 from lamarck.training.pipeline import ScheduleResult, Sender, maybe_schedule_distillation
 
 log = logging.getLogger(__name__)
@@ -42,10 +43,21 @@ class Distillation:
     notify: Callable[[str], None] = lambda message: None
     jobs: list[str] = field(default_factory=list)  # job keys this run queued, oldest first
     failed: set[str] = field(default_factory=set)
+    phases: bool = False
+
+    def wait_for_jobs(self) -> None:
+        if self.in_flight():
+            self.notify("training phase: rollouts wait for the job, then its candidate is gated")
+            self.drain()
 
     def between_generations(self, run_id: str) -> None:
-        """Gate, then schedule; a failure here is reported and the run goes on with the current champion."""
-        for step in (self.gate_pending, self.schedule):
+        """Gate, then schedule; a failure here is reported and the run goes on with the current champion. With
+        phases on (embedded mode), a queued job is waited for and gated before rollouts resume: training and
+        rollouts would otherwise share the same cores and starve each other."""
+        steps = [self.gate_pending, self.schedule]
+        if self.phases:
+            steps.append(self.wait_for_jobs)
+        for step in steps:
             try:
                 step()
             except Exception as exc:
@@ -60,7 +72,11 @@ class Distillation:
         """Queue one train job if none of ours is in flight and enough new data exists; None while one runs."""
         if self.in_flight():
             return None
-        result = maybe_schedule_distillation(self.container, self.send, bus=self.bus)
+        environments = {name: get_environment(name, sandbox=self.container.sandbox)
+                        for name in list_environments() if get_environment(name).training_allowed}
+        check = student_view_check(self.container.db, environments,
+                                   lambda name: default_harness_for(environments[name]))
+        result = maybe_schedule_distillation(self.container, self.send, bus=self.bus, check=check)
         if result.scheduled and result.job is not None:
             self.jobs.append(result.job)
             self.notify(f"distillation queued from {result.parent_version}: {result.reason}")
@@ -118,24 +134,39 @@ class Distillation:
         with self.container.db.session() as session:
             version = registry.show(session, version_id=candidate)
             champion = registry.champion(session)
+            look = registry.gate_looks(session) + 1
         trained = list(version.training_metrics.get("environments") or [])
         environments = gate_environments(trained, settings.gate_environments)
         envs = {name: get_environment(name, sandbox=self.container.sandbox) for name in environments}
         counts = version.training_metrics.get("counts") or {}
         tasks = {name: gate_tasks(envs[name], settings.gate_per_level, settings.gate_focus_per_level,
                                   focus=[int(level) for level in counts.get(name, {})]) for name in environments}
+        alpha = look_alpha(settings.gate_alpha, look, settings.gate_looks)
+        evaluator = gate_evaluator(self.container.gateway, envs, self.container.db)
+        power = self._power(evaluator, champion, trained, tasks, alpha)
         sizes = ", ".join(f"{name} ({len(tasks[name])} tasks)" for name in environments)
-        self.notify(f"gate: {candidate} vs {champion} on {sizes}")
+        self.notify(f"gate look {look}/{settings.gate_looks}: {candidate} vs {champion} on {sizes}, alpha {alpha:.3g}, "
+                    f"power {power:.2f} for +{settings.gate_effect:.2f}")
         decision = run_gate(
-            self.container.db, candidate=candidate, champion=champion,
-            evaluator=gate_evaluator(self.container.gateway, envs, self.container.db),
+            self.container.db, candidate=candidate, champion=champion, evaluator=evaluator,
             environments=environments, trained_environments=trained, per_level=settings.gate_per_level,
-            alpha=settings.gate_alpha, tolerance=settings.gate_tolerance, bus=self.bus, tasks=tasks,
+            alpha=alpha, tolerance=settings.gate_tolerance, bus=self.bus, tasks=tasks, look=look, power=power,
         )
         verdict = "promoted" if decision.promote else "kept as candidate"
         self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
         return decision
 
+    def _power(self, evaluator: Callable[[str, str, Sequence[TaskSpec]], list[bool]], champion: str,
+               trained: Sequence[str], tasks: dict[str, list[TaskSpec]], alpha: float) -> float:
+        """The chance the trained environments' tasks detect a gain of ``gate_effect`` at this look: the champion's
+        failures are where a candidate can win; losses are assumed at a tenth of the wins."""
+        effect = self.container.settings.training.gate_effect
+        n = sum(len(tasks[name]) for name in trained)
+        if n == 0 or alpha <= 0.0:
+            return 0.0
+        failed = sum(not passed for name in trained for passed in evaluator(champion, name, tasks[name])) / n
+        p_win = min(failed, effect * 1.1)
+        return sign_test_power(n, p_win, 0.1 * p_win, alpha)
 
 def gate_tasks(env: Environment, per_level: int, focus_per_level: int, *, focus: Sequence[int]) -> list[TaskSpec]:
     """Held-out tasks for the gate: ``per_level`` at every level, ``focus_per_level`` at the levels the candidate
@@ -177,7 +208,8 @@ def open_distillation(container: Container, bus: EventBus, enabled: bool = True,
     configure(app, container.settings)
     worker = start_embedded_worker(container.settings)
     try:
-        yield Distillation(container, send=send, bus=bus, notify=notify or (lambda message: log.info(message)))
+        yield Distillation(container, send=send, bus=bus, notify=notify or (lambda message: log.info(message)),
+                           phases=container.settings.training.phases and worker is not None)
     finally:
         if worker is not None:
             worker.stop()

@@ -59,9 +59,10 @@ def tasks_digest(tasks: Sequence[TaskSpec]) -> str:
     return digest.hexdigest()
 
 
-def heldout_tasks(env: Environment, *, version: str = "v2", per_level: int = 5, limit: int | None = None
+def heldout_tasks(env: Environment, *, version: str | None = None, per_level: int = 5, limit: int | None = None
                   ) -> tuple[list[TaskSpec], str]:
-    """The held-out tasks (a prefix when ``limit`` is set) and the eval-set name that pins them."""
+    """The held-out tasks (a prefix when ``limit`` is set) and the eval-set name that pins them; ``version`` None is
+    the environment's current held-out version."""
     tasks = heldout_set(env.name, version, per_level=per_level, env=env)
     if limit is not None:
         tasks = tasks[:limit]

@@ -316,7 +316,7 @@ def eval_command(
     per_level: Annotated[int, typer.Option(help="Held-out tasks per difficulty level (1..50).")] = 5,
     samples: Annotated[int, typer.Option(help="Greedy attempts per task.")] = 1,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks of the set (e.g. for humaneval).")] = None,
-    version: Annotated[str, typer.Option(help="Held-out set version.")] = "v2",
+    version: Annotated[str | None, typer.Option(help="Held-out set version (default: the environment's current).")] = None,
 ) -> None:
     """Evaluate a model version under a harness version on a fixed held-out set; stores an Evaluation."""
 

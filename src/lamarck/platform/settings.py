@@ -173,8 +173,12 @@ class TrainingSettings(BaseModel):
     dpo_beta: float = Field(0.1, gt=0.0)
     seed: int = 0
     gate_per_level: int = Field(5, ge=1, le=50)  # held-out tasks per difficulty level for the gate
-    gate_focus_per_level: int = Field(20, ge=1, le=50)  # ... on the levels the candidate's dataset covers
-    gate_alpha: float = Field(0.05, gt=0.0, lt=1.0)  # significance of the improvement on trained environments
+    gate_focus_per_level: int = Field(30, ge=1, le=50)  # ... on the levels the candidate's dataset covers
+    gate_alpha: float = Field(0.05, gt=0.0, lt=1.0)  # total significance over all planned looks (alpha spending)
+    gate_looks: int = Field(10, ge=1)  # gate decisions planned in advance; each is tested at gate_alpha / gate_looks
+    gate_effect: float = Field(0.15, gt=0.0, le=1.0)  # the pass-rate gain the gate's power is computed for
+    min_new_row_share: float = Field(0.5, ge=0.0, le=1.0)  # a job needs this share of rows no sibling trained on
+    phases: bool = True  # embedded mode: rollouts pause while a job trains, since both would share the same cores
     gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # allowed pass-rate drop on the other environments
     gate_environments: list[str] | None = None  # held-out sets the gate also checks (None: every training env)
     schedule: bool = True  # runs queue distillation jobs and gate their candidates between generations

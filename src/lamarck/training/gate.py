@@ -50,6 +50,8 @@ class GateDecision(BaseModel):
     alpha: float
     tolerance: float
     environments: list[EnvComparison]
+    look: int = 1  # which gate decision this is under the pre-registered plan
+    power: float | None = None  # chance these tasks detect the planned effect at this look's alpha
 
 
 def sign_test_p(wins: int, losses: int) -> float:
@@ -58,6 +60,32 @@ def sign_test_p(wins: int, losses: int) -> float:
     if n == 0:
         return 1.0
     return sum(comb(n, k) for k in range(wins, n + 1)) / 2**n
+
+
+def sign_test_power(n: int, p_win: float, p_loss: float, alpha: float) -> float:
+    """Probability that ``n`` paired tasks give a significant sign test at ``alpha`` when each task is a candidate
+    win with probability ``p_win`` and a loss with ``p_loss`` (exact, summed over the discordant count)."""
+    if n <= 0 or p_win + p_loss <= 0:
+        return 0.0
+    discordant = p_win + p_loss
+    share = p_win / discordant
+    power = 0.0
+    for d in range(1, n + 1):
+        p_d = comb(n, d) * discordant**d * (1 - discordant) ** (n - d)
+        critical = next((w for w in range(d + 1) if sign_test_p(w, d - w) < alpha), None)
+        if critical is None:
+            continue
+        power += p_d * sum(comb(d, w) * share**w * (1 - share) ** (d - w) for w in range(critical, d + 1))
+    return power
+
+
+def look_alpha(alpha: float, look: int, planned_looks: int) -> float:
+    """The significance level of the ``look``-th gate decision under a pre-registered plan: the total ``alpha`` is
+    spent evenly over ``planned_looks`` decisions (Bonferroni), so consulting the gate again and again on the same
+    tasks cannot promote a candidate by luck more often than ``alpha`` overall; beyond the plan nothing is left."""
+    if look < 1:
+        raise ValueError(f"looks count from 1, got {look}")
+    return alpha / planned_looks if look <= planned_looks else 0.0
 
 
 def compare_env(environment: str, candidate: list[bool], champion: list[bool], *, trained: bool) -> EnvComparison:
@@ -93,9 +121,12 @@ def decide(
     else:
         wins, losses = sum(c.wins for c in trained), sum(c.losses for c in trained)
         p_value = sign_test_p(wins, losses)
-        if wins <= losses or p_value >= alpha:
+        if alpha <= 0.0:
+            reasons.append("the pre-registered gate looks are used up (alpha spent): raise training.gate_looks to "
+                           "plan more")
+        elif wins <= losses or p_value >= alpha:
             reasons.append(f"not significantly better on its environments ({wins} wins, {losses} losses, "
-                           f"p={p_value:.3g} >= {alpha})" if wins > losses else
+                           f"p={p_value:.3g} >= {alpha:.3g})" if wins > losses else
                            f"not better on its environments ({wins} wins, {losses} losses)")
             for c in trained:
                 c.ok = False
@@ -125,12 +156,15 @@ def run_gate(
     tolerance: float = 0.05,
     bus: EventBus | None = None,
     tasks: dict[str, list[TaskSpec]] | None = None,
+    look: int = 1,
+    power: float | None = None,
 ) -> GateDecision:
     """Evaluate both models on the same held-out tasks, decide, record, and promote if the gate passes."""
     task_sets = tasks or {env: heldout_set(env, per_level=per_level) for env in environments}
     results = {env: (evaluator(candidate, env, task_sets[env]), evaluator(champion, env, task_sets[env]))
                for env in environments}
     decision = decide(candidate, champion, results, trained_environments, alpha=alpha, tolerance=tolerance)
+    decision.look, decision.power = look, power
     record_decision(db, decision, results, task_sets, per_level=per_level, bus=bus)
     return decision
 

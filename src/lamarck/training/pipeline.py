@@ -115,8 +115,29 @@ def prepare_dataset(container: Container, parent_version: str) -> DistillationSe
     return dataset
 
 
-def maybe_schedule_distillation(container: Container, send: Sender, *, bus: EventBus | None = None) -> ScheduleResult:
-    """Queue a train job when enough new verified episodes exist since the champion and this data is untrained."""
+class DatasetRefused(ValueError):
+    """A check of the run's side refused the dataset before any job was queued; the message says why."""
+
+
+def trained_episode_ids(container: Container, parent_version: str) -> set[str]:
+    """Episodes already in a dataset trained from ``parent_version`` (its candidates, promoted or not)."""
+    with container.db.session() as session:
+        digests = [v.dataset_digest for v in registry.children(session, parent_id=parent_version) if v.dataset_digest]
+    seen: set[str] = set()
+    for digest in digests:
+        directory = dataset_dir(container.settings.data_dir, digest)
+        if directory.is_dir():
+            seen.update(row.episode_id for row in load_dataset(directory).rows)
+    return seen
+
+
+def maybe_schedule_distillation(container: Container, send: Sender, *, bus: EventBus | None = None,
+                                check: Callable[[DistillationSet], None] | None = None) -> ScheduleResult:
+    """Queue a train job when enough new verified episodes exist since the champion and this data is untrained.
+
+    A job needs ``min_new_row_share`` of rows no earlier job from the same parent trained on, so a refused
+    candidate is not retrained on near-identical rows; ``check`` (the run's student-view check) may refuse the
+    dataset with a reason."""
     with container.db.session() as session:
         parent = registry.champion(session)
     since = data_since(container, parent)
@@ -138,6 +159,22 @@ def maybe_schedule_distillation(container: Container, send: Sender, *, bus: Even
     if before is not None:
         return ScheduleResult(scheduled=False, reason=f"dataset already trained and refused: {before.reason}",
                               parent_version=parent, new_episodes=new, dataset_digest=dataset.digest)
+    seen = trained_episode_ids(container, parent)
+    fresh = sum(row.episode_id not in seen for row in dataset.rows) / len(dataset.rows)
+    wanted = container.settings.training.min_new_row_share
+    if seen and fresh < wanted:
+        return ScheduleResult(scheduled=False, parent_version=parent, new_episodes=new, dataset_digest=dataset.digest,
+                              reason=f"only {fresh:.0%} of {len(dataset.rows)} rows are new to {parent}'s jobs "
+                                     f"(< {wanted:.0%})")
+    if check is not None:
+        try:
+            check(dataset)
+        except DatasetRefused as exc:
+            if bus is not None:
+                bus.publish("training.dataset_refused", {"parent_version": parent, "dataset_digest": dataset.digest,
+                                                         "reason": str(exc)})
+            return ScheduleResult(scheduled=False, reason=f"dataset refused: {exc}", parent_version=parent,
+                                  new_episodes=new, dataset_digest=dataset.digest)
     send("lamarck.train.distill", {"parent_version": parent, "dataset_digest": dataset.digest})
     if bus is not None:
         bus.publish("training.scheduled", {"parent_version": parent, "dataset_digest": dataset.digest,

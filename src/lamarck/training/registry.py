@@ -138,6 +138,17 @@ def show(session: Session, *, version_id: str) -> VersionView:
     return VersionView.of(repo.get_model_version(session, version_id=version_id))
 
 
+def children(session: Session, *, parent_id: str) -> list[ModelVersion]:
+    """Every version trained from ``parent_id``, oldest first."""
+    query = select(ModelVersion).where(ModelVersion.parent_id == parent_id).order_by(ModelVersion.created_at)
+    return list(session.scalars(query))
+
+
+def gate_looks(session: Session) -> int:
+    """How many candidates the gate has judged so far (each decision is one look at the held-out tasks)."""
+    return sum(1 for v in repo.list_model_versions(session) if "gate" in (v.eval_scores or {}))
+
+
 def undecided_candidates(session: Session) -> list[VersionView]:
     """Candidates the evaluation gate has not judged yet, oldest first."""
     versions = repo.list_model_versions(session, status="candidate")
