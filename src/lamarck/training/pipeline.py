@@ -228,7 +228,8 @@ def train_candidate(
     metrics: dict[str, Any] = {"sft": result.model_dump(mode="json"), "rows": len(dataset.rows),
                                "pairs": len(dataset.pairs),
                                "data_until": dataset.until.isoformat() if dataset.until else None,
-                               "environments": dataset.environments, "counts": dataset.counts()}
+                               "environments": dataset.environments, "counts": dataset.counts(),
+                               "by_hint": dataset.by_hint()}
     reason = refusal(result.validation, settings.training.refuse_rise)
     if reason is not None:
         record_refusal(container, Refusal(version_id=version_id, parent_version=parent_version,
