@@ -7,6 +7,12 @@ of an episode, or any task sharing a system prompt and demonstrations, prefills 
 one request are prefilled once and copied. Busy slots are kept at the lowest indices, because llama.cpp splits a
 batch into one pass per run of consecutive sequence ids.
 
+A finished row's slot holds its episode's prompt and reply, which the episode's next step (sent a few milliseconds
+later, after the tool call) starts from. So a new row takes the free slot whose whole content its prompt continues,
+or else an empty slot or the one released longest ago (copying a shared prefix into it). Compaction, which moves busy
+rows into lower free slots, first moves a recently finished row's tokens aside to a higher empty or stale slot, so
+an episode coming back for its next step still finds them.
+
 A step serves one model version (llama.cpp applies a LoRA adapter per context); rows of other versions wait a step.
 """
 
@@ -31,6 +37,8 @@ from lamarck.platform.llm.stops import first_stop, stream_delta
 log = logging.getLogger(__name__)
 
 MIN_COPY_PREFIX = 32  # tokens; a shorter shared prefix is cheaper to prefill than to copy a stream for
+KEEP_STEPS = 300  # a finished row's tokens are moved aside rather than overwritten for this many steps
+CONTINUATION_SLACK = 8  # tokens at the end of a finished reply that its re-rendered next prompt may not repeat
 
 
 class EngineClosedError(RuntimeError):
@@ -78,11 +86,15 @@ class Slot:
     tokens: list[int] = field(default_factory=list)
     version: str | None = None
     row: Row | None = None
+    released: int = -1_000_000  # the step its last row finished in
     _array: np.ndarray | None = None
+    _array_of: tuple[int, int] = (0, -1)  # (id, length) of the token list the array was made from
 
     def array(self) -> np.ndarray:
-        if self._array is None or len(self._array) != len(self.tokens):
-            self._array = np.asarray(self.tokens, dtype=np.int64)
+        """The tokens as an array; remade when the list is replaced (compaction, copies) or grows."""
+        key = (id(self.tokens), len(self.tokens))
+        if self._array is None or self._array_of != key:
+            self._array, self._array_of = np.asarray(self.tokens, dtype=np.int64), key
         return self._array
 
 
@@ -116,6 +128,7 @@ class ContinuousBatcher:
         self._followers: dict[int, list[Row]] = {}  # id(lead row) -> rows that copy its prefill
         self._closed = False
         self._last_version: str | None = None
+        self._step_count = 0
         self._thread = threading.Thread(target=self._loop, name="lamarck-llama", daemon=True)
         self._thread.start()
 
@@ -202,6 +215,7 @@ class ContinuousBatcher:
         return version
 
     def _step(self, version: str) -> None:
+        self._step_count += 1
         self.use_version(version)
         decoding = [r for r in self._active
                     if r.slot is not None and r.slot.version == version and r.pending is not None]
@@ -278,7 +292,7 @@ class ContinuousBatcher:
             lead, *followers = group.rows
             lead_slot = self._place(lead, version, free)
             budget -= len(lead.prompt) - lead.fed
-            free = [s for s in free if s is not lead_slot]
+            free = sorted((s for s in free if s is not lead_slot), key=lambda s: (s.released, s.index))
             for follower, slot in zip(followers, free, strict=False):
                 self._bind(follower, slot, version)
                 follower.follows = True
@@ -296,11 +310,16 @@ class ContinuousBatcher:
         return shared - held >= MIN_COPY_PREFIX
 
     def _place(self, row: Row, version: str, free: list[Slot]) -> Slot:
-        """Bind ``row`` to the lowest free slot, starting from the longest cached prefix of its prompt."""
-        target = free[0]
+        """Bind ``row`` to the free slot holding the longest prefix of its prompt (else the one released longest
+        ago), starting from the longest cached prefix of its prompt, copied from another slot if that one is longer."""
         prompt = np.asarray(row.prompt, dtype=np.int64)
         limit = len(row.prompt) - 1  # the last prompt token is always fed, for its logits
-        own = _common_prefix(target.array(), prompt, limit) if target.version == version else 0
+        held = [(_common_prefix(slot.array(), prompt, limit) if slot.version == version else 0, slot) for slot in free]
+        continuing = [(shared, slot) for shared, slot in held if shared >= len(slot.tokens) - CONTINUATION_SLACK > 0]
+        if continuing:  # the slot of this episode's last step: everything it holds is this prompt's prefix
+            own, target = max(continuing, key=lambda item: item[0])
+        else:  # keep other episodes' caches: take the emptiest, then the longest-released slot, and copy a prefix
+            own, target = min(held, key=lambda item: (len(item[1].tokens) > 0, item[1].released, item[1].index))
         donor, best = None, own
         for slot in self.slots:
             if slot is target or slot.version != version or len(slot.tokens) <= best:
@@ -328,22 +347,39 @@ class ContinuousBatcher:
     def _release(self, row: Row) -> None:
         if row.slot is not None:
             row.slot.row = None
+            row.slot.released = self._step_count
             row.slot = None
         self._active.remove(row)
 
     def _compact(self) -> None:
-        """Move the highest busy slots into lower free ones, so busy slots form one run of sequence ids."""
+        """Move the highest busy slots into lower free ones, so busy slots form one run of sequence ids. A free slot
+        still holding a finished row's tokens is first moved out of the way to a higher empty or stale slot, so an
+        episode coming back for its next step still finds its prompt and reply."""
         while True:
             free = [s for s in self.slots if s.row is None]
             busy = [s for s in self.slots if s.row is not None and s.row.pending is not None]
             if not free or not busy or free[0].index > busy[-1].index:
                 return
             source, target = busy[-1], free[0]
+            if target.tokens and self._step_count - target.released < KEEP_STEPS:
+                spare = self._spare(above=source.index)
+                if spare is not None:
+                    self.context.copy(target.index, spare.index)
+                    spare.tokens, spare.version, spare.released = list(target.tokens), target.version, target.released
             self.context.copy(source.index, target.index)
             target.tokens, target.version = list(source.tokens), source.version
             row = source.row
             assert row is not None
             source.row, target.row, row.slot = None, row, target
+            source.released = -1_000_000  # it holds a copy of the moved row's tokens: worth nothing to keep
+
+    def _spare(self, above: int) -> Slot | None:
+        """A free slot above the busy range whose content matters least: empty, else released longest ago."""
+        candidates = [s for s in self.slots if s.row is None and s.index > above]
+        if not candidates:
+            return None
+        spare = min(candidates, key=lambda s: (len(s.tokens) > 0, s.released))
+        return spare if not spare.tokens or self._step_count - spare.released >= KEEP_STEPS else None
 
     # ---- finishing ---------------------------------------------------------------------------
 
