@@ -6,7 +6,7 @@ import pytest
 
 from lamarck.curriculum.environment import TaskSpec
 from lamarck.platform.storage.trajectory import Message, ToolCall, Trajectory
-from lamarck.training.process_filter import process_problem
+from lamarck.training.process_filter import process_problem, tidy_process
 
 TASK = TaskSpec(environment="arithmetic", difficulty=3, prompt="Mia has 16 coins. She loses 2. She finds 12 more. "
                 "How many coins does Mia have now?", reference={"answer": 26, "expression": "(16 - 2) + 12"})
@@ -32,7 +32,8 @@ def test_an_answer_computed_from_the_tasks_quantities_is_sound() -> None:
     (_trajectory(final="ANSWER: 26"), "no_calculation"),  # a bare number
     (_trajectory(("16 + 12", "28"), final="ANSWER: 26"), "quantity_unused"),  # a lucky guess after a wrong sum
     (_trajectory(("16 - 2 + 12", "26"), ("30 - 4", "26"), final="ANSWER: 26"), "unfounded_number"),
-    (_trajectory(("(16 - 2) + 12 = 26", "26 (evaluated ...)"), final="ANSWER: 26"), "call_with_guess"),
+    (_trajectory(("(16 - 2) + 12 = 25", "26 (evaluated ...)"), ("30 - 4", "26"), final="ANSWER: 26"),
+     "unfounded_number"),  # a guess after '=' is ignored, as the calculator ignores it; the left side must hold
     (_trajectory(("(16 - 2) + 12", "26"), ("2 * 12", "24"), final="ANSWER: 26"), "answer_not_from_work"),
 ])
 def test_guesses_and_unfounded_answers_are_refused(trajectory: Trajectory, reason: str) -> None:
@@ -43,3 +44,14 @@ def test_guesses_and_unfounded_answers_are_refused(trajectory: Trajectory, reaso
 def test_environments_without_a_process_check_trust_the_verifier() -> None:
     task = TASK.model_copy(update={"environment": "string_ops"})
     assert process_problem(task, _trajectory(final="ANSWER: x"), "x") is None
+
+
+def test_a_call_with_a_guess_is_sound_and_tidied_to_the_call_the_student_should_learn() -> None:
+    trajectory = _trajectory(("(16 - 2) + 12 = 25", "26 (evaluated `(16 - 2) + 12` and ignored `= 25`: ...)"),
+                             final="ANSWER: 26")
+    assert process_problem(TASK, trajectory, "26") is None
+    tidy = tidy_process(TASK, trajectory)
+    call = next(m for m in tidy.messages if m.tool_calls)
+    assert call.content == "CALL calculator: (16 - 2) + 12" and "25" not in call.tool_calls[0].arguments
+    assert next(m for m in tidy.messages if m.role == "tool").content == "26"
+    assert "= 25" in next(m for m in trajectory.messages if m.tool_calls).content  # the episode itself is unchanged

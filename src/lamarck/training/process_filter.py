@@ -5,8 +5,10 @@ pass. Training on those teaches guessing. Each environment may register a check 
 registered, a verified pass is trusted.
 
 Arithmetic: the answer must equal the last calculator result; every number in a calculator call must be one of
-the task's quantities or an earlier result, every quantity must be used, and no call may carry the model's own
-guess after ``=`` (the calculator forgives that, training should not teach it).
+the task's quantities or an earlier result, and every quantity must be used. A call that carries the model's own
+guess after ``=`` (the calculator evaluates the left side and says it ignored the rest) is sound if its left side
+is, and ``tidy_process`` rewrites it to the call the student should learn: the expression alone, and the plain
+result the calculator gives for it.
 """
 
 from __future__ import annotations
@@ -39,14 +41,13 @@ def arithmetic_process(task: TaskSpec, trajectory: Trajectory, answer: str) -> s
     known: list[Decimal] = []
     quantities = _numbers(str(task.reference.get("expression", "")))
     for expression, result in calls:
-        if "=" in expression:
-            return f"call_with_guess: {expression!r} carries a guess after '='"
+        expression = expression.partition("=")[0]
         for number in _numbers(expression):
             if number not in quantities and number not in known:
                 return f"unfounded_number: {number} is neither a quantity of the task nor an earlier result"
         if result is not None:
             known.append(result)
-    used = [n for expression, _ in calls for n in _numbers(expression)]
+    used = [n for expression, _ in calls for n in _numbers(expression.partition("=")[0])]
     missing = [q for q in quantities if q not in used]
     if missing:
         return f"quantity_unused: {', '.join(str(q) for q in missing)} never entered a calculation"
@@ -57,7 +58,38 @@ def arithmetic_process(task: TaskSpec, trajectory: Trajectory, answer: str) -> s
     return None
 
 
+def tidy_arithmetic(trajectory: Trajectory) -> Trajectory:
+    """Calculator calls written as ``expression = guess`` become the expression alone, with the plain result."""
+    messages = [message.model_copy(deep=True) for message in trajectory.messages]
+    tidied: dict[str, str] = {}
+    for message in messages:
+        if message.role != "assistant" or message.meta.get("few_shot"):
+            continue
+        for index, call in enumerate(message.tool_calls or []):
+            expression = _argument(call.arguments)
+            left, equals, _ = expression.partition("=")
+            if call.name != "calculator" or not equals:
+                continue
+            clean = left.strip().strip("`").strip()
+            message.tool_calls[index] = call.model_copy(update={"arguments": json.dumps({"input": clean})})
+            message.content = (message.content or "").replace(expression, clean)
+            tidied[call.id] = clean
+    for message in messages:
+        if message.role == "tool" and message.tool_call_id in tidied:
+            observed = _RESULT.match(message.content or "")
+            if observed:
+                message.content = observed.group(1)
+    return Trajectory(messages=messages)
+
+
+def tidy_process(task: TaskSpec, trajectory: Trajectory) -> Trajectory:
+    """The trajectory with the environment's tidying applied (the same trajectory where there is none)."""
+    tidy = PROCESS_TIDY.get(task.environment)
+    return tidy(trajectory) if tidy is not None else trajectory
+
+
 PROCESS_CHECKS: dict[str, ProcessCheck] = {"arithmetic": arithmetic_process}
+PROCESS_TIDY: dict[str, Callable[[Trajectory], Trajectory]] = {"arithmetic": tidy_arithmetic}
 
 
 def _calculator_calls(trajectory: Trajectory) -> list[tuple[str, Decimal | None]]:

@@ -30,7 +30,7 @@ from lamarck.platform.settings import TrainingSettings
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Episode, Task
 from lamarck.platform.storage.trajectory import STUDENT_OPENING, Trajectory, render_for_model
-from lamarck.training.process_filter import process_problem
+from lamarck.training.process_filter import process_problem, tidy_process
 from lamarck.training.student_rows import RowRefused, opening_length, student_row, trained_turns
 
 log = logging.getLogger(__name__)
@@ -177,6 +177,7 @@ def episode_row(episode: Episode, task: Task, settings: TrainingSettings) -> Tra
         problem = process_problem(spec, trajectory, episode.answer or "")
         if problem is not None:
             raise RowRefused(problem.split(":")[0], problem)
+        trajectory = tidy_process(spec, trajectory)
     repaired = episode.repaired_from_id is not None
     weight = settings.repaired_weight if repaired else 1.0
     common = {"task_id": task.id, "episode_id": episode.id, "environment": task.environment,

@@ -53,8 +53,8 @@ def solution_hint(task: TaskSpec, share: float) -> str | None:
     expression = str(task.reference.get("expression") or "").strip()
     if not expression:
         return None
-    if share >= 1.0:
-        return f"The answer is the value of {expression}."
+    if share >= 1.0:  # the call itself: a small model told "the value of X" tends to state a number, not compute it
+        return f"The answer is the value of {expression}. Compute it with the tool: CALL calculator: {expression}"
     try:
         root = ast.parse(expression, mode="eval").body
     except SyntaxError:
@@ -65,7 +65,8 @@ def solution_hint(task: TaskSpec, share: float) -> str | None:
     if part is None:
         first = _leftmost_number(root)
         return f"Start with {first}; the problem needs {steps} operation{'s' if steps != 1 else ''} on it."
-    return f"Start with ({_render(part)}), then continue with the remaining steps."
+    return (f"Start with ({_render(part)}), then continue with the remaining steps, all in one calculator call "
+            f"that begins CALL calculator: ({_render(part)})")
 
 
 def expression_key(expression: str) -> str:
