@@ -30,7 +30,8 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
     for key, value in {
         "DATA_DIR": str(data), "MODEL_STORE_DIR": str(model_store.root),
         "TRAINING__MIN_NEW_EPISODES": "2", "TRAINING__MAX_STEPS": "2", "TRAINING__BATCH_SIZE": "2",
-        "TRAINING__GATE_PER_LEVEL": "1", "TRAINING__GATE_ENVIRONMENTS": "[]",
+        "TRAINING__GATE_PER_LEVEL": "1", "TRAINING__GATE_FOCUS_PER_LEVEL": "2", "TRAINING__GATE_ENVIRONMENTS": "[]",
+        "TRAINING__ANCHOR_LEVELS": "0",  # two tiny generations may pass only level-1 tasks; train on them anyway
     }.items():
         monkeypatch.setenv(f"LAMARCK_{key}", value)
     db = Database(f"sqlite:///{data / 'lamarck.db'}")

@@ -24,7 +24,7 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Episode, Task
 
-DEV_PER_LEVEL = 4
+DEV_PER_LEVEL = 3
 HALF_LIFE_GENERATIONS = 3.0
 
 

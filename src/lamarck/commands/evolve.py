@@ -53,6 +53,10 @@ def evolve(
     repair: Annotated[bool, typer.Option(help="Ask the critic model to repair failed attempts.")] = True,
     induce: Annotated[bool, typer.Option(help="Induce skills from verified successes.")] = True,
     concurrency: Annotated[int | None, typer.Option(help="Executor threads (default: engine batch size).")] = None,
+    hints: Annotated[list[str], typer.Option(
+        "--hint", help="A rung of the teacher's hint ladder (repeat; default: none, glossary, demonstrations, "
+                       "partial, full; --hint none: no help).")] = [],  # noqa: B006
+    frontier: Annotated[str, typer.Option(help="How tasks are picked: learnable or thompson.")] = "learnable",
     name: Annotated[str, typer.Option(help="A name for the run.")] = "",
     distill: Annotated[bool | None, typer.Option(
         help="Queue distillation between generations and gate its candidates (default: training.schedule).")] = None,
@@ -90,6 +94,7 @@ def evolve(
                 "llm_share": llm_share,
                 "budget": {"max_tokens": max_tokens, "max_seconds": max_seconds, "max_cost_usd": max_cost},
                 "judge": judge, "repair": repair, "induce_skills": induce, "concurrency": concurrency,
+                "frontier": frontier, **({"hints": hints} if hints else {}),
             })
             validate_config(config, container.db, container.gateway)  # before the memory is opened or a run written
             scheduling = container.settings.training.schedule if distill is None else distill
