@@ -120,12 +120,12 @@ def main() -> None:
                 except NoHelp:
                     pass
         started = time.perf_counter()
-        first_step, prefilled = len(engine.steps), engine.prefix_stats["prefilled_tokens"]
+        prefilled = engine.prefix_stats["prefilled_tokens"]
         out = executor.run(ExecutorInput(tasks=tasks, model_version=MODEL, harnesses={env.name: harness},
                                          samples_per_task=samples, seed=11, help=help))
         seconds[label] = time.perf_counter() - started
         results[label] = score(env.name, tasks, out.attempts)
-        steps = list(engine.steps)[first_step:]
+        steps = [step for step in engine.steps if step.at >= started]  # the engine keeps the last 2,000 steps
         results[label]["engine"] = {
             "steps": len(steps), "decode_seconds": sum(s.seconds for s in steps),
             "generated_tokens": sum(a.completion_tokens for a in out.attempts),
