@@ -38,14 +38,16 @@ def test_one_generation_with_the_real_model(local_gateway, sqlite_db, tmp_path: 
     assert outcome.status == "finished" and outcome.generations_done == 1
     with sqlite_db.session() as session:
         episodes = list(session.scalars(select(Episode).where(Episode.run_id == run_id)))
-        assert len(episodes) == 2 and all(e.harness_version == harness_id for e in episodes)
+        # the hint ladder retries a task no sample solved: 2 first attempts, then up to 4 rungs each
+        assert 2 <= len(episodes) <= 10 and all(e.harness_version == harness_id for e in episodes)
+        assert len({(e.task_id, e.sample_index) for e in episodes}) == len(episodes)
         assert all(e.outcome in ("passed", "failed") for e in episodes)
         verdicts = list(session.scalars(select(Verdict)))
-        assert len(verdicts) == 2 and {v.source for v in verdicts} <= {"verifier", "both"}
+        assert len(verdicts) == len(episodes) and {v.source for v in verdicts} <= {"verifier", "both"}
         roles = {call.role for call in session.scalars(select(LLMCall).where(LLMCall.run_id == run_id))}
         assert {"executor", "critic"} <= roles
     summary = outcome.summaries[0]
-    assert summary.attempts == 2 and summary.tokens > 0 and summary.cells[0].tokens > 0
+    assert summary.attempts == len(episodes) and summary.tokens > 0 and summary.cells[0].tokens > 0
 
     # the held-out evaluation on the same model: greedy, so the same score twice
     env = ArithmeticEnv()
