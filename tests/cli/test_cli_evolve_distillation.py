@@ -32,6 +32,7 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
         "TRAINING__MIN_NEW_EPISODES": "2", "TRAINING__MAX_STEPS": "2", "TRAINING__BATCH_SIZE": "2",
         "TRAINING__GATE_PER_LEVEL": "1", "TRAINING__GATE_FOCUS_PER_LEVEL": "2", "TRAINING__GATE_ENVIRONMENTS": "[]",
         "TRAINING__ANCHOR_LEVELS": "0",  # two tiny generations may pass only level-1 tasks; train on them anyway
+        "TRAINING__PROCESS_FILTER": "false",  # the base model's rare passes are seldom sound (process filter: unit tests)
     }.items():
         monkeypatch.setenv(f"LAMARCK_{key}", value)
     db = Database(f"sqlite:///{data / 'lamarck.db'}")
@@ -39,7 +40,9 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
     with db.session() as session:  # what `lamarck models import-default` records
         repo.register_model_version(session, version_id="smollm2-135m", base="smollm2-135m", status="promoted")
     result = CliRunner().invoke(app, ["evolve", "--env", "arithmetic", "--generations", "2", "--batch", "4",
-                                      "--samples", "2", "--llm-share", "0", "--no-judge", "--no-repair", "--seed", "3"])
+                                      "--samples", "2", "--llm-share", "0", "--no-judge", "--no-repair", "--seed", "3",
+                                      "--hint", "none", "--hint", "full", "--frontier", "thompson"])
+    # the ladder's two ends, and the frontier that starts at level 1, where the base model passes at all
     assert result.exit_code == 0, result.output
     assert "distillation queued from smollm2-135m" in result.output, result.output
     assert "gate: smollm2-135m-ft-" in result.output, result.output
