@@ -72,8 +72,8 @@ class Distillation:
         """Queue one train job if none of ours is in flight and enough new data exists; None while one runs."""
         if self.in_flight():
             return None
-        environments = {name: get_environment(name, sandbox=self.container.sandbox)
-                        for name in list_environments() if get_environment(name).training_allowed}
+        built = {name: get_environment(name, sandbox=self.container.sandbox) for name in list_environments()}
+        environments = {name: env for name, env in built.items() if env.training_allowed}
         check = student_view_check(self.container.db, environments,
                                    lambda name: default_harness_for(environments[name]))
         result = maybe_schedule_distillation(self.container, self.send, bus=self.bus, check=check)
