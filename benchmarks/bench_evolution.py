@@ -250,7 +250,11 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / ".bench-evolution"))
     parser.add_argument("--keep", action="store_true", help="reuse the work directory (resume a partial bench)")
     parser.add_argument("--out", default=str(RESULTS / "bench_evolution.json"))
+    parser.add_argument("--report-only", action="store_true",
+                        help="skip the loop: score the kept work directory's releases from its <out>.phases.json")
     args = parser.parse_args()
+    if args.report_only:
+        args.keep = True
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     container = make_container(args)
@@ -262,23 +266,30 @@ def main() -> None:
     def note(message: str) -> None:
         print(f"[{(time.monotonic() - loop_clock) / 60:6.1f} min] {message}", flush=True)
 
-    with open_services(container) as services, open_distillation(container, services.bus, notify=note) as driver:
-        assert driver is not None
-        phases = [run_phase(container, services, driver, "arithmetic", args.minutes, args, loop_clock)]
-        if args.python_minutes > 0:
-            phases.append(run_phase(container, services, driver, "python_functions", args.python_minutes, args,
-                                    loop_clock))
-    loop_minutes = (time.monotonic() - loop_clock) / 60
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".phases.json").write_text(json.dumps(phases, indent=2, default=str) + "\n")  # kept if evals fail
+    kept = out.with_suffix(".phases.json")  # written before the evaluations, so a failure there loses no loop time
+    if args.report_only:
+        phases = json.loads(kept.read_text())
+        loop_minutes = max(entry["minutes"] for phase in phases for entry in phase["timeline"])
+    else:
+        with (open_services(container) as services,
+              open_distillation(container, services.bus, notify=note) as driver):
+            assert driver is not None
+            phases = [run_phase(container, services, driver, "arithmetic", args.minutes, args, loop_clock)]
+            if args.python_minutes > 0:
+                phases.append(run_phase(container, services, driver, "python_functions", args.python_minutes, args,
+                                        loop_clock))
+        loop_minutes = (time.monotonic() - loop_clock) / 60
+        kept.write_text(json.dumps(phases, indent=2, default=str) + "\n")
     environments = ["arithmetic"] + (["python_functions"] if args.python_minutes > 0 else [])
     curves = {env: curve_for(container, env, phases, args.per_level) for env in environments}
+    checked = [*environments, *(env for env in ("python_functions", "string_ops") if env not in environments)]
     final = champion(container)
     # The harness does not evolve yet (no harness-critic): the final harness is the base harness, so the final model
     # under the base harness is the final release, and the base model under the final harness is the base release.
     summary: dict[str, Any] = {}
-    for env in [*environments, "string_ops"]:
+    for env in checked:
         base = report_score(container, DEFAULT_MODEL_VERSION, env, args.per_level)["score"]
         last = report_score(container, final, env, args.per_level)["score"]
         summary[env] = {"base": base, "final": last, "weights_only": last, "harness_only": base,
@@ -318,7 +329,7 @@ def main() -> None:
     for environment, curve in curves.items():
         for point in curve:
             print(f"{environment:<18}{point['minutes']:>9.1f}  {point['version']:<40}{point['report']:>9.1%}")
-    for env in [*environments, "string_ops"]:
+    for env in checked:
         print(f"{env:<18} base {summary[env]['base']:.1%} -> final {summary[env]['final']:.1%}")
     transfer = summary["arithmetic_transfer"]
     print(f"transfer probe (hand-written arithmetic): base {transfer['base']:.1%} -> final {transfer['final']:.1%}")

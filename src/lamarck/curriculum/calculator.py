@@ -93,7 +93,8 @@ def format_number(value: Number) -> str:
     return str(value)
 
 
-HOW_TO_CALL = "write only the expression, for example `CALL calculator: (16 - 2) + 12`"
+# No numbers in the advice: a small model copies an example expression from the observation into its next call.
+HOW_TO_CALL = "write only the expression after `CALL calculator:`, without `=` and a guess"
 
 
 def calculator_tool(expression: str) -> str:
@@ -109,7 +110,7 @@ def calculator_tool(expression: str) -> str:
             value = format_number(calculate(left))
         except CalculatorError as exc:
             return f"error: {exc}; {HOW_TO_CALL}"
-        return f"{value} (evaluated `{left.strip()}` and ignored `={right}`: {HOW_TO_CALL})"
+        return f"{value} (evaluated `{left.strip()}` and ignored `={right}`; next time {HOW_TO_CALL})"
     try:
         return format_number(calculate(text))
     except CalculatorError as exc:
