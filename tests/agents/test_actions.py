@@ -76,3 +76,15 @@ def test_a_reply_without_an_action_is_the_answer() -> None:
 def test_a_call_without_a_tool_name_goes_to_the_only_tool() -> None:
     action = parse_action("CALL: 6 + 8", known_tools={"calculator"})
     assert (action.kind, action.tool, action.argument) == ("call", "calculator", "6 + 8")
+
+
+def test_text_ends_with_the_first_action() -> None:
+    rambling = "CALL calculator: 20 + 10 = 30\nThe answer is 30.\n\nCALCULUS: 20 + 10 = 30"
+    assert parse_action(rambling).text == "CALL calculator: 20 + 10 = 30"
+    thought = "First add them.\nANSWER: 30\nThe answer is 30."
+    assert parse_action(thought).text == "First add them.\nANSWER: 30"
+    fenced = "CALL python:\n```\nprint(2)\n```\nand then more"
+    assert parse_action(fenced).text == "CALL python:\n```\nprint(2)\n```"
+    code = "ANSWER:\n```python\ndef f():\n    return 1\n```\nDone."
+    assert parse_action(code).text == "ANSWER:\n```python\ndef f():\n    return 1\n```"
+    assert parse_action("just 30, I think").text == "just 30, I think"

@@ -15,7 +15,7 @@ executor feeds back as an observation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 ActionKind = Literal["call", "answer", "malformed"]
@@ -36,10 +36,41 @@ class Action:
     answer: str = ""
     error: str = ""
     implicit: bool = False  # a reply without CALL or ANSWER is taken whole as the answer
+    text: str = ""  # the reply up to the end of this action: what the model should have stopped after
 
 
 def parse_action(reply: str, *, known_tools: set[str] | None = None) -> Action:
-    """The first action in a reply: a tool call or an answer; otherwise a malformed action saying why."""
+    """The first action in a reply: a tool call or an answer; otherwise a malformed action saying why.
+
+    ``text`` drops whatever the model wrote after its first action (a small model keeps going: a guessed result,
+    a second call, a paragraph). The executor records only ``text``, so later steps and training rows never see
+    the rambling tail, which no observation answered."""
+    action = _parse(reply, known_tools)
+    lines = reply.splitlines()
+    for index, line in enumerate(lines):
+        if _ANSWER.match(line) or _CALL.match(line):
+            end = index + 1 + _fence_length(lines[index + 1 :]) if _uses_following(action, line) else index + 1
+            return replace(action, text="\n".join(lines[:end]).strip())
+    return replace(action, text=reply.strip())
+
+
+def _uses_following(action: Action, line: str) -> bool:
+    """Whether the action took its input from the lines after its own (a fenced block, or all of them)."""
+    if action.kind == "answer":
+        return action.answer not in line
+    return action.kind == "call" and action.argument not in line
+
+
+def _fence_length(following: list[str]) -> int:
+    if not following or not _FENCE_OPEN.match(following[0]):
+        return len(following)
+    for offset, line in enumerate(following[1:], start=1):
+        if _FENCE_OPEN.match(line):
+            return offset + 1
+    return len(following)
+
+
+def _parse(reply: str, known_tools: set[str] | None) -> Action:
     lines = reply.splitlines()
     for index, line in enumerate(lines):
         answer = _ANSWER.match(line)

@@ -301,14 +301,14 @@ class Executor:
         attempt.steps += 1
         action = parse_action(reply, known_tools=rollout.toolbox.names)
         if action.kind == "answer":
-            attempt.trajectory.append(Message(role="assistant", content=reply.strip()))
+            attempt.trajectory.append(Message(role="assistant", content=action.text))
             attempt.answer = action.answer
             self._finish(rollout)
             return
         if action.kind == "call" and action.tool is not None:
             call_id = f"call_{attempt.steps}"
             call = ToolCall(id=call_id, name=action.tool, arguments={"input": action.argument})
-            attempt.trajectory.append(Message(role="assistant", content=reply.strip(), tool_calls=[call]))
+            attempt.trajectory.append(Message(role="assistant", content=action.text, tool_calls=[call]))
             observation = rollout.toolbox.call(action.tool, action.argument)
             if rollout.toolbox.is_skill(action.tool):
                 rollout.skills.add(action.tool)

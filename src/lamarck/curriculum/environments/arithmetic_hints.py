@@ -54,7 +54,8 @@ def solution_hint(task: TaskSpec, share: float) -> str | None:
     if not expression:
         return None
     if share >= 1.0:  # the call itself: a small model told "the value of X" tends to state a number, not compute it
-        return f"The answer is the value of {expression}. Compute it with the tool: CALL calculator: {expression}"
+        return (f"The answer is the value of {expression}. Compute it with the tool: CALL calculator: {expression}"
+                " - then finish with ANSWER: and the number the tool returns.")
     try:
         root = ast.parse(expression, mode="eval").body
     except SyntaxError:
