@@ -71,7 +71,7 @@ bench: setup
 	$(PY) benchmarks/bench_formats.py
 	$(PY) benchmarks/bench_tools.py
 
-# The proof that the loop improves the model: about 100 minutes on a 2-core CPU (see README, Performance).
+# The proof that the loop improves the model: 60 + 30 minutes of evolution on a 2-core CPU, then the evaluations.
 bench-evolution: setup
 	$(PY) benchmarks/bench_evolution.py
 

@@ -153,7 +153,8 @@ def gate_evaluator(
     """The distillation gate's evaluator: pass/fail per held-out task, in order, under the default harness.
 
     With ``db``, every evaluation is stored and an earlier one of the same model, harness and tasks is reused:
-    greedy output does not depend on batching, so the champion is evaluated once, not once per candidate.
+    the champion is evaluated once, not once per candidate, so every candidate meets the same record (greedy
+    output barely depends on batching, but with llama.cpp a rare task flips with the batch's composition).
     """
 
     def evaluator(model_version: str, environment: str, tasks: Sequence[TaskSpec]) -> list[bool]:
