@@ -45,46 +45,27 @@ def parse_action(reply: str, *, known_tools: set[str] | None = None) -> Action:
     ``text`` drops whatever the model wrote after its first action (a small model keeps going: a guessed result,
     a second call, a paragraph). The executor records only ``text``, so later steps and training rows never see
     the rambling tail, which no observation answered."""
-    action = _parse(reply, known_tools)
-    lines = reply.splitlines()
-    for index, line in enumerate(lines):
-        if _ANSWER.match(line) or _CALL.match(line):
-            end = index + 1 + _fence_length(lines[index + 1 :]) if _uses_following(action, line) else index + 1
-            return replace(action, text="\n".join(lines[:end]).strip())
-    return replace(action, text=reply.strip())
-
-
-def _uses_following(action: Action, line: str) -> bool:
-    """Whether the action took its input from the lines after its own (a fenced block, or all of them)."""
-    if action.kind == "answer":
-        return action.answer not in line
-    return action.kind == "call" and action.argument not in line
-
-
-def _fence_length(following: list[str]) -> int:
-    if not following or not _FENCE_OPEN.match(following[0]):
-        return len(following)
-    for offset, line in enumerate(following[1:], start=1):
-        if _FENCE_OPEN.match(line):
-            return offset + 1
-    return len(following)
-
-
-def _parse(reply: str, known_tools: set[str] | None) -> Action:
     lines = reply.splitlines()
     for index, line in enumerate(lines):
         answer = _ANSWER.match(line)
         if answer:
-            return Action(kind="answer", answer=_answer_text(answer.group("answer"), lines[index + 1 :]))
+            text, used = _answer_text(answer.group("answer"), lines[index + 1 :])
+            return Action(kind="answer", answer=text, text=_through(lines, index + used))
         call = _CALL.match(line)
         if call:
-            return _call(call.group("rest").strip(), lines[index + 1 :], known_tools)
+            action, used = _call(call.group("rest").strip(), lines[index + 1 :], known_tools)
+            return replace(action, text=_through(lines, index + used))
     if not reply.strip():
         return Action(kind="malformed", error="empty reply: use a tool with a `CALL` line or finish with `ANSWER: ...`")
-    return Action(kind="answer", answer=reply.strip(), implicit=True)
+    return Action(kind="answer", answer=reply.strip(), implicit=True, text=reply.strip())
 
 
-def _call(rest: str, following: list[str], known_tools: set[str] | None) -> Action:
+def _through(lines: list[str], last: int) -> str:
+    return "\n".join(lines[: last + 1]).strip()
+
+
+def _call(rest: str, following: list[str], known_tools: set[str] | None) -> tuple[Action, int]:
+    """The call, and how many of the following lines it took its input from (a fenced block)."""
     rest = _undecorate_name(rest.strip(_DECORATION))
     match = _NAME_COLON.match(rest) or _NAME_PAREN.match(rest)
     if match is None:
@@ -92,21 +73,18 @@ def _call(rest: str, following: list[str], known_tools: set[str] | None) -> Acti
     else:
         name, argument = match.group("name"), match.group("arg")
     name = name.strip(_DECORATION)
-    argument = argument.strip()
+    argument, used = argument.strip(), 0
     if not argument and following and _FENCE_OPEN.match(following[0]):
-        argument = _fenced_block(following)
+        argument, used = _fenced_block(following)
     if not name:
-        return Action(kind="malformed", error=f"CALL without a tool name: {_how_to_call(known_tools)}")
+        return Action(kind="malformed", error=f"CALL without a tool name: {_how_to_call(known_tools)}"), used
     if known_tools is not None and name not in known_tools and len(known_tools) == 1 and match is None:
-        return Action(kind="call", tool=next(iter(known_tools)), argument=_unquote(rest.strip()))
+        return Action(kind="call", tool=next(iter(known_tools)), argument=_unquote(rest.strip())), used
     if known_tools is not None and name not in known_tools:
         listed = ", ".join(sorted(known_tools)) or "none"
-        return Action(
-            kind="malformed",
-            tool=name,
-            error=f"unknown tool {name!r}: available tools are {listed}; {_how_to_call(known_tools)}",
-        )
-    return Action(kind="call", tool=name, argument=_unquote(argument))
+        error = f"unknown tool {name!r}: available tools are {listed}; {_how_to_call(known_tools)}"
+        return Action(kind="malformed", tool=name, error=error), used
+    return Action(kind="call", tool=name, argument=_unquote(argument)), used
 
 
 def _how_to_call(known_tools: set[str] | None) -> str:
@@ -121,23 +99,27 @@ def _undecorate_name(rest: str) -> str:
     return re.sub(r"[*`]", "", rest[:cut]).strip() + rest[cut:]
 
 
-def _answer_text(first: str, following: list[str]) -> str:
+def _answer_text(first: str, following: list[str]) -> tuple[str, int]:
+    """The answer, and how many of the following lines it took."""
     text = first.strip()
     if not text and following and _FENCE_OPEN.match(following[0]):
         return _fenced_block(following, keep_fence=True)
     if text.startswith("```"):
-        return "\n".join([first.strip(), *following]).strip()
-    return text.strip("*_` ").strip()
+        return "\n".join([first.strip(), *following]).strip(), len(following)
+    return text.strip("*_` ").strip(), 0
 
 
-def _fenced_block(lines: list[str], keep_fence: bool = False) -> str:
+def _fenced_block(lines: list[str], keep_fence: bool = False) -> tuple[str, int]:
+    """The block that ``lines`` opens, and how many lines it spans with its fences."""
     body: list[str] = []
-    for line in lines[1:]:
+    used = len(lines)
+    for offset, line in enumerate(lines[1:], start=1):
         if _FENCE_OPEN.match(line):
+            used = offset + 1
             break
         body.append(line)
     block = "\n".join(body)
-    return f"```python\n{block}\n```" if keep_fence else block
+    return (f"```python\n{block}\n```" if keep_fence else block), used
 
 
 def _unquote(argument: str) -> str:
