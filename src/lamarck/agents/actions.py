@@ -27,6 +27,20 @@ _NAME_COLON = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\s*:\s*(?P<arg>.*)$", re.
 _NAME_PAREN = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\s*\((?P<arg>.*)\)\s*$", re.DOTALL)
 _FENCE_OPEN = re.compile(r"^\s*```")
 
+_ANSWER_KEY = r"[ \t]*[*_`>]*[ \t]*(?:FINAL[ \t]+)?ANSWER[ \t]*[*_`]*[ \t]*[:=]"
+_CALL_KEY = r"[ \t]*[*_`>]*[ \t]*(?:CALL|ACTION|TOOL)"
+_FENCE = r"[ \t]*```"
+ACTION_END = (
+    rf"(?i)\A(?:(?!{_ANSWER_KEY}|{_CALL_KEY})[^\n]*\n)*?"  # lines before the first action line
+    rf"(?:{_ANSWER_KEY}(?![ \t]*```)|{_CALL_KEY})[^\n]*\n"  # the first action line (an answer that opens a fence
+    # on its own line takes the rest of the reply, so never ends early)
+    rf"(?:(?=[ \t]*(?:\n|[^ \t`\n]|`[^`]|``[^`]))"  # and the next line has begun without a fence: end here
+    rf"|{_FENCE}[^\n]*\n(?:(?!{_FENCE})[^\n]*\n)*{_FENCE}[^\n]*\n)"  # or a fenced block, through its closing line
+)
+"""Matches a reply through the end of its first complete action, as ``parse_action`` reads it: the executor's
+``stop_after`` pattern, so the engine stops decoding where ``Action.text`` would cut the reply anyway. Cutting a
+reply at the end of this match never changes what ``parse_action`` returns (see tests/agents/test_action_end.py)."""
+
 
 @dataclass(frozen=True)
 class Action:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lamarck.agents.actions import parse_action
+from lamarck.agents.actions import ACTION_END, parse_action
 from lamarck.agents.harness import HarnessSpec, default_harness
 from lamarck.agents.prefetch import Prefetched, PrefetchSlot, prefetch
 from lamarck.agents.teacher import HintLevel, TeacherHelp, apply_help
@@ -289,6 +289,7 @@ class Executor:
         route = self.gateway.route("executor")
         if route.model.startswith("lamarck/") and route.api_base is None:
             params["model"] = f"lamarck/{request.model_version}"
+            params["stop_after"] = [ACTION_END]  # the in-process engine stops where parse_action would cut
         try:
             result = self.gateway.complete("executor", render_for_model(rollout.attempt.trajectory), **params)
         except GatewayError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,17 @@ def test_stop_sequence_and_length(engine: ServingEngine) -> None:
     assert done.finish_reason == "stop" and word not in done.text and plain.text.startswith(done.text)
     [short] = engine.chat(MODEL, chat("Write a long poem."), SamplingParams(max_tokens=3))
     assert short.finish_reason == "length" and short.completion_tokens == 3
+
+
+def test_stop_after_keeps_the_match_and_ends_there(engine: ServingEngine) -> None:
+    [plain] = engine.chat(MODEL, chat("Name three colors."), SamplingParams(max_tokens=16))
+    word = plain.text.split()[1]
+    params = SamplingParams(max_tokens=16, stop_after=[re.escape(word)])
+    [done] = engine.chat(MODEL, chat("Name three colors."), params)
+    assert done.finish_reason == "stop" and done.text.endswith(word) and plain.text.startswith(done.text)
+    assert done.completion_tokens < plain.completion_tokens
+    deltas, future = engine.stream_chat(MODEL, chat("Name three colors."), params)
+    assert "".join(deltas) == done.text == future.result().text
 
 
 def test_raw_generate(engine: ServingEngine) -> None:
@@ -177,3 +189,5 @@ def test_bad_params() -> None:
         SamplingParams(max_tokens=0)
     with pytest.raises(ValueError, match="top_p"):
         SamplingParams(top_p=0)
+    with pytest.raises(ValueError, match=r"stop_after\[1\] is not a valid regular expression"):
+        SamplingParams(stop_after=["ok", "(unclosed"])

@@ -35,6 +35,8 @@ def test_params_honoured() -> None:
     assert [c.message.content for c in first.choices] == [c.message.content for c in second.choices]
     stopped = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stop=["Blue"])
     assert "Blue" not in stopped.choices[0].message.content
+    kept = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stop_after=["Blue"])
+    assert kept.choices[0].message.content.endswith("Blue") and kept.choices[0].finish_reason == "stop"
 
 
 def test_acompletion() -> None:

@@ -49,6 +49,15 @@ def test_chat_completion(client: openai.OpenAI) -> None:
     assert response.usage.completion_tokens > 0 and response.choices[0].finish_reason == "stop"
 
 
+def test_stop_after_extension(client: openai.OpenAI) -> None:
+    response = client.chat.completions.create(model="smollm2-135m", messages=MESSAGES, max_tokens=16,
+                                              extra_body={"stop_after": ["Red"]})
+    assert response.choices[0].message.content.endswith("Red") and response.choices[0].finish_reason == "stop"
+    with pytest.raises(openai.BadRequestError, match="stop_after.0. is not a valid regular expression"):
+        client.chat.completions.create(model="smollm2-135m", messages=MESSAGES, max_tokens=4,
+                                       extra_body={"stop_after": ["(unclosed"]})
+
+
 def test_streaming(client: openai.OpenAI) -> None:
     full = client.chat.completions.create(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16)
     stream = client.chat.completions.create(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stream=True)

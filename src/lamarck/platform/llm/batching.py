@@ -18,7 +18,7 @@ import torch
 from lamarck.platform.llm.runner import KVCache, LlamaRunner, LoraWeights
 from lamarck.platform.llm.sampling import Completion, RowSampler, SamplingParams, choose_tokens
 from lamarck.platform.llm.speculative import Backoff, draft
-from lamarck.platform.llm.stops import first_stop, stream_delta
+from lamarck.platform.llm.stops import stop_cut, stream_delta
 
 
 @dataclass
@@ -141,9 +141,9 @@ class BatchRunner:
             row.hit_eos = True
         else:
             row.generated.append(token)
-            if row.params.stop or row.stream is not None:
+            if row.params.watches_text or row.stream is not None:
                 row.text = self.decode(row.generated)
-                cut = first_stop(row.text, row.params.stop)
+                cut = stop_cut(row.text, row.params)
                 if cut is not None:
                     row.text = row.text[:cut]
                     row.finish_reason = "stop"
@@ -152,7 +152,7 @@ class BatchRunner:
         if row.finish_reason is None:
             self._emit(row, final=False)
             return False
-        if not (row.params.stop or row.stream is not None):
+        if not (row.params.watches_text or row.stream is not None):
             row.text = self.decode(row.generated)
         self._emit(row, final=True)
         row.deliver(Completion(

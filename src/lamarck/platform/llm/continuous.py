@@ -32,7 +32,7 @@ import numpy as np
 from lamarck.platform.llm.llama_runtime import LlamaContext
 from lamarck.platform.llm.row_sampling import RowChooser
 from lamarck.platform.llm.sampling import Completion, SamplingParams
-from lamarck.platform.llm.stops import first_stop, stream_delta
+from lamarck.platform.llm.stops import stop_cut, stream_delta
 
 log = logging.getLogger(__name__)
 
@@ -388,9 +388,9 @@ class ContinuousBatcher:
             row.finish_reason, row.hit_eos = "stop", True
         else:
             row.generated.append(token)
-            if row.params.stop or row.stream is not None:
+            if row.params.watches_text or row.stream is not None:
                 row.text = self.decode_text(row.generated)
-                cut = first_stop(row.text, row.params.stop)
+                cut = stop_cut(row.text, row.params)
                 if cut is not None:
                     row.text, row.finish_reason = row.text[:cut], "stop"
             if row.finish_reason is None and len(row.generated) >= row.budget:
@@ -399,7 +399,7 @@ class ContinuousBatcher:
             row.pending = token
             _emit(row, final=False)
             return
-        if not (row.params.stop or row.stream is not None):
+        if not (row.params.watches_text or row.stream is not None):
             row.text = self.decode_text(row.generated)
         _emit(row, final=True)
         self._release(row)

@@ -28,6 +28,7 @@ _lock = threading.Lock()
 def params_from(optional: dict[str, Any]) -> SamplingParams:
     """OpenAI-style request parameters -> SamplingParams (unknown ones are ignored)."""
     stop = optional.get("stop") or []
+    stop_after = optional.get("stop_after") or []
     max_tokens = optional.get("max_tokens") or optional.get("max_completion_tokens") or 256
     return SamplingParams(
         max_tokens=int(max_tokens),
@@ -35,6 +36,7 @@ def params_from(optional: dict[str, Any]) -> SamplingParams:
         top_p=float(optional["top_p"]) if optional.get("top_p") is not None else 1.0,
         seed=int(optional["seed"]) if optional.get("seed") is not None else None,
         stop=[stop] if isinstance(stop, str) else list(stop),
+        stop_after=[stop_after] if isinstance(stop_after, str) else list(stop_after),
         n=int(optional.get("n") or 1),
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -16,8 +17,15 @@ class SamplingParams:
     top_p: float = 1.0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    stop_after: list[str] = field(default_factory=list)
+    """Regular expressions: generation ends with the first match, which is kept (``stop`` strings are cut off).
+
+    A caller that knows its output format stops the model right after the part it will use: the executor stops
+    at the end of the first action instead of decoding the guessed result and second call a small model writes
+    after it. Not an OpenAI parameter; the local engines and ``lamarck serve-model`` honour it."""
     n: int = 1
     ignore_eos: bool = False  # benchmarks only: generate exactly max_tokens
+    stop_patterns: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
@@ -31,6 +39,20 @@ class SamplingParams:
         if isinstance(self.stop, str):
             self.stop = [self.stop]
         self.stop = [s for s in self.stop if s]
+        if isinstance(self.stop_after, str):
+            self.stop_after = [self.stop_after]
+        patterns = []
+        for index, pattern in enumerate(self.stop_after):
+            try:
+                patterns.append(re.compile(pattern))
+            except re.error as exc:
+                raise ValueError(f"stop_after[{index}] is not a valid regular expression: {exc}") from None
+        self.stop_patterns = tuple(patterns)
+
+    @property
+    def watches_text(self) -> bool:
+        """Whether each new token's text must be checked for stop strings or patterns."""
+        return bool(self.stop or self.stop_patterns)
 
 
 @dataclass

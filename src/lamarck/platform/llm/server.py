@@ -33,6 +33,8 @@ class ChatRequest(BaseModel):
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     seed: int | None = None
     stop: str | list[str] | None = None
+    stop_after: str | list[str] | None = Field(None, description="Lamarck extension: regular expressions; the reply "
+                                               "ends with the first match, which is kept")
     n: int = Field(1, ge=1, le=64)
     stream: bool = False
 
@@ -49,12 +51,13 @@ def _error(status: int, message: str, kind: str) -> JSONResponse:
 
 def _params(body: ChatRequest) -> SamplingParams:
     stop = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
+    stop_after = [body.stop_after] if isinstance(body.stop_after, str) else list(body.stop_after or [])
     try:
         return SamplingParams(
             max_tokens=body.max_tokens or body.max_completion_tokens or 256,
             temperature=body.temperature if body.temperature is not None else 0.0,
             top_p=body.top_p if body.top_p is not None else 1.0,
-            seed=body.seed, stop=stop, n=body.n,
+            seed=body.seed, stop=stop, stop_after=stop_after, n=body.n,
         )
     except ValueError as exc:
         raise ApiError(400, str(exc)) from exc

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import queue
 
+from lamarck.platform.llm.sampling import SamplingParams
 
-def first_stop(text: str, stops: list[str]) -> int | None:
-    """Where the earliest stop string starts in ``text``, or None."""
-    found = [i for i in (text.find(s) for s in stops) if i >= 0]
-    return min(found) if found else None
+
+def stop_cut(text: str, params: SamplingParams) -> int | None:
+    """Where the reply ends in ``text``: before the earliest stop string or after the first ``stop_after`` match,
+    whichever comes first; None while neither has appeared."""
+    cuts = [i for i in (text.find(s) for s in params.stop) if i >= 0]
+    cuts += [m.end() for m in (p.search(text) for p in params.stop_patterns) if m is not None]
+    return min(cuts) if cuts else None
 
 
 def stream_delta(stream: queue.Queue[str | None], text: str, emitted: int, stops: list[str], final: bool) -> int:
