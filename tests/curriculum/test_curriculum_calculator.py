@@ -32,11 +32,8 @@ def test_tool_reports_errors_as_text():
     assert calculator_tool("open('x')").startswith("error: Call is not allowed")
 
 
-def test_calculator_evaluates_the_expression_before_a_guess_and_says_so() -> None:
-    assert calculator_tool("14 + 13 = 21") == (
-        "27 (evaluated `14 + 13` and ignored `= 21`; next time write only the expression after `CALL calculator:`, "
-        "without `=` and a guess)"
-    )
+def test_calculator_evaluates_the_expression_before_a_guess_and_returns_only_its_value() -> None:
+    assert calculator_tool("14 + 13 = 21") == "27"  # a note about the guess was copied by the model, and it looped
     assert not any(ch.isdigit() for ch in calculator_tool("1 / 0").split(";", 1)[1])  # no example to copy
     assert calculator_tool("`(16 - 2) + 12`") == "26"
     assert calculator_tool("3 == 3").startswith("error: ")

@@ -101,7 +101,9 @@ def calculator_tool(expression: str) -> str:
     """The tool callable: the result as text, or ``error: ...`` that says how to fix the call.
 
     A model often writes ``14 + 13 = 27``: the expression and its own guess. The calculator evaluates the part
-    before ``=`` and says it ignored the rest, so the observation teaches the right form instead of failing.
+    before ``=`` and returns only its value. It used to add a note saying what it ignored and how to call it; the
+    135M model copied that note into its next call or answer and looped until its step budget ran out: on 24 level
+    1-2 tasks x 2 samples, 7 of 48 attempts passed with the note (20 out of steps) and 19 without it (3 out of steps).
     """
     text = expression.strip().strip("`").strip()
     left, equals, right = text.partition("=")
@@ -110,7 +112,7 @@ def calculator_tool(expression: str) -> str:
             value = format_number(calculate(left))
         except CalculatorError as exc:
             return f"error: {exc}; {HOW_TO_CALL}"
-        return f"{value} (evaluated `{left.strip()}` and ignored `={right}`; next time {HOW_TO_CALL})"
+        return value
     try:
         return format_number(calculate(text))
     except CalculatorError as exc:

@@ -6,7 +6,7 @@ registered, a verified pass is trusted.
 
 Arithmetic: the answer must equal the last calculator result; every number in a calculator call must be one of
 the task's quantities or an earlier result, and every quantity must be used. A call that carries the model's own
-guess after ``=`` (the calculator evaluates the left side and says it ignored the rest) is sound if its left side
+guess after ``=`` (the calculator evaluates the left side and ignores the rest) is sound if its left side
 is, and ``tidy_process`` rewrites it to the call the student should learn: the expression alone, and the plain
 result the calculator gives for it.
 """
