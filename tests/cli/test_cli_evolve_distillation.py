@@ -58,6 +58,7 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
         "TRAINING__GATE_PER_LEVEL": "1", "TRAINING__GATE_FOCUS_PER_LEVEL": "2", "TRAINING__GATE_ENVIRONMENTS": "[]",
         "TRAINING__ANCHOR_LEVELS": "0",  # two tiny generations may pass only level-1 tasks; train on them anyway
         "TRAINING__PROCESS_FILTER": "false",  # the base model's rare passes are seldom sound (process filter: unit tests)
+        "TRAINING__VALIDATION_SHARE": "0",  # two steps cannot lower a validation loss; here the gate alone decides
     }.items():
         monkeypatch.setenv(f"LAMARCK_{key}", value)
     db = Database(f"sqlite:///{data / 'lamarck.db'}")
