@@ -1,8 +1,9 @@
 """Tools that teach: held-out arithmetic success of the base model with the strict calculator and with the teaching one.
 
 The strict calculator (before) refuses ``14 + 13 = 27`` with "not an arithmetic expression: invalid syntax". The
-teaching calculator (now) evaluates the expression before ``=``, says it ignored the guess, and every error says how
-to write the call. Same model, same harness, same held-out tasks, greedy: the difference is the tool's alone, and is
+teaching calculator (now) evaluates the expression before ``=`` and returns its value alone (until December 2026 it
+also said it had ignored the guess; the model copied that note, see bench_executor's reference), and every error says
+how to write the call. Same model, same harness, same held-out tasks, greedy: the difference is the tool's alone, and is
 reported apart from anything the evolution loop gains.
 
 Run: ``python benchmarks/bench_tools.py [--per-level 10]``.
