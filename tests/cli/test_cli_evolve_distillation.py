@@ -26,6 +26,7 @@ from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.migrate import upgrade
 from lamarck.platform.storage.records import Evaluation
 from lamarck.platform.storage.trajectory import Message, Trajectory
+from lamarck.training.dataset_io import dataset_dir, load_dataset
 
 app = typer.Typer()
 app.command("evolve")(evolve)
@@ -85,6 +86,9 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
                 assert "gate" in version.eval_scores and version.reason
                 assert version.status in ("candidate", "promoted", "retired")
             gated = set(session.scalars(select(Evaluation.model_version).where(Evaluation.kind == "gate")))
+        trained = {row.episode_id for version in candidates
+                   for row in load_dataset(dataset_dir(data, version.dataset_digest)).rows}
+        assert earlier <= trained, "the earlier run's verified episodes were not distilled"
         types = [e.type for e in EventBus(db).replay(limit=100_000)]
         assert "job.succeeded" in types and "model.candidate" in types and "model.gate" in types
         assert types.index("model.gate") > types.index("model.candidate")
