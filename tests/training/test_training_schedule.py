@@ -70,13 +70,13 @@ def test_a_dataset_with_too_few_rows_new_to_the_parents_jobs_is_not_queued(tmp_p
             registry.register_candidate(session, version_id=registry.candidate_id("smollm2-135m", first.dataset_digest),
                                         base="smollm2-135m", adapter_path=None, parent_id="smollm2-135m",
                                         dataset_digest=first.dataset_digest, training_metrics={})
-        task, prompt = add_task(sqlite_db, seed=410)  # one new episode beside four trained ones: 20% new
+        task, prompt = add_task(sqlite_db, seed=410)  # one new episode beside four trained ones: < half of 4
         add_episode(sqlite_db, task, prompt)
         again = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
-        assert not again.scheduled and "only 20% of 5 rows are new" in again.reason and len(sent) == 1
-        for seed in range(411, 415):  # five new of nine: enough
-            task, prompt = add_task(sqlite_db, seed=seed)
-            add_episode(sqlite_db, task, prompt)
+        assert not again.scheduled and "only 1 of 5 rows are new" in again.reason and len(sent) == 1
+        assert "50% of the 4 rows its largest job trained on" in again.reason
+        task, prompt = add_task(sqlite_db, seed=411)  # two new of six: a third of this dataset, but half the last job's
+        add_episode(sqlite_db, task, prompt)
         later = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
         assert later.scheduled and len(sent) == 2
     finally:
