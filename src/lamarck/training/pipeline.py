@@ -139,7 +139,7 @@ def maybe_schedule_distillation(container: Container, send: Sender, *, bus: Even
     the largest of those jobs had, so a refused candidate is not retrained on near-identical rows. Measured against
     the earlier jobs, not against this dataset: while the champion stays, its dataset keeps every row since it, and
     a share of the whole would ask each job for as many new rows as all earlier jobs together (a reference run
-    stalled for 27 minutes at 40 new of 87). ``check`` (the run's student-view check) may refuse the dataset with a
+    stalled for 27 minutes at 41 new of 87). ``check`` (the run's student-view check) may refuse the dataset with a
     reason."""
     with container.db.session() as session:
         parent = registry.champion(session)
