@@ -46,9 +46,10 @@ def make_container(args: argparse.Namespace) -> Container:
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     training = TrainingSettings(
-        min_new_episodes=args.min_new, max_steps=args.steps, batch_size=args.train_batch,
+        min_new_episodes=args.min_new, max_steps=args.steps, batch_size=args.train_batch, epochs=args.epochs,
         lora_rank=args.rank, lora_alpha=2 * args.rank, save_steps=max(5, args.steps // 3),
-        gate_per_level=args.per_level, gate_environments=args.gate_envs,
+        gate_per_level=args.per_level, gate_environments=args.gate_envs, gate_looks=args.gate_looks,
+        gate_focus_per_level=args.gate_focus,
     )
     settings = Settings(data_dir=work, training=training)
     container = Container(settings)
@@ -111,11 +112,13 @@ def run_phase(container: Container, services: Services, driver: Distillation, en
             latest = generations[max(generations, key=int)] if generations else {}
         attempts, successes = latest.get("attempts", 0), latest.get("successes", 0)
         levels = sorted({cell["difficulty"] for cell in latest.get("cells", [])})
+        with container.db.session() as session:
+            sampler = registry.rollout_sampler(session)
         timeline.append({"minutes": round((time.monotonic() - clock) / 60, 2), "champion": champion(container),
-                         "generation": len(generations), "attempts": attempts, "successes": successes,
-                         "levels": levels})
+                         "sampler": sampler, "generation": len(generations), "attempts": attempts,
+                         "successes": successes, "levels": levels})
         driver.notify(f"generation {len(generations)}: {successes}/{attempts} attempts passed at levels {levels} · "
-                      f"champion {timeline[-1]['champion']}")
+                      f"champion {timeline[-1]['champion']} · next rollouts by {sampler}")
         if time.monotonic() >= deadline:
             request_stop(container.db, run_id)
 
@@ -129,7 +132,7 @@ def run_phase(container: Container, services: Services, driver: Distillation, en
         "environments": [environment], "harnesses": {environment: harness_id},
         "generations": 10_000, "batch_size": args.batch,
         "samples_per_task": args.samples, "seed": args.seed, "model_version": champion(container),
-        "follow_champion": True, "llm_share": args.llm_share, "judge": args.judge, "repair": args.repair,
+        "follow_champion": True, "rollout_sampler": args.sampler, "llm_share": args.llm_share, "judge": args.judge, "repair": args.repair,
         "induce_skills": True, "hints": args.hints, "frontier": "learnable",
     })
     orchestrator = Orchestrator(services, between_generations=[driver.between_generations, after_generation])
@@ -244,6 +247,13 @@ def main() -> None:
     parser.add_argument("--repair", action="store_true")
     parser.add_argument("--min-new", type=int, default=32)
     parser.add_argument("--steps", type=int, default=60, help="cap on training steps per job (planned from data)")
+    parser.add_argument("--epochs", type=float, default=TrainingSettings().epochs, help="passes over a job's rows")
+    parser.add_argument("--sampler", choices=["better_candidate", "champion"], default="better_candidate",
+                        help="who rolls out: a candidate the gate found better but not significantly, or the champion")
+    parser.add_argument("--gate-looks", type=int, default=TrainingSettings().gate_looks,
+                        help="gate decisions pre-registered for the whole bench (alpha is spent evenly over them)")
+    parser.add_argument("--gate-focus", type=int, default=TrainingSettings().gate_focus_per_level,
+                        help="gate tasks per level the candidate trained on")
     parser.add_argument("--train-batch", type=int, default=4)
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)

@@ -14,6 +14,7 @@ from lamarck.platform.events import EventBus
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import CapabilityCell, Episode, Lesson, Run, Task, Verdict
+from lamarck.training import registry
 from test_orchestrator_support import scripted_orchestrator, small_config
 
 
@@ -147,3 +148,32 @@ def test_a_run_that_follows_the_champion_switches_versions_between_generations(
             for e in session.scalars(select(Episode).where(Episode.run_id == run_id, Episode.repaired_from_id.is_(None)))
         }
     assert by_generation == {(0, "smollm2-135m"), (1, "child")}
+
+
+@pytest.mark.parametrize(("policy", "second"), [("better_candidate", "unproven"), ("champion", "smollm2-135m")])
+def test_a_candidate_the_gate_found_better_rolls_out_while_the_champion_stays(
+    sqlite_db: Database, tmp_path: Path, policy: str, second: str
+) -> None:
+    class Gate(Recorder):
+        """Records a gate decision 'better, not significantly' as soon as the first generation is recorded."""
+
+        def on_node(self, node: str, generation: int, finished: bool) -> None:
+            if node == "record" and generation == 0 and finished:
+                with sqlite_db.session() as session:
+                    repo.register_model_version(session, version_id="unproven", base="smollm2-135m",
+                                                parent_id="smollm2-135m", status="candidate")
+                    registry.record_decision(session, version_id="unproven", scores={"gate_better": True},
+                                             reason="not significantly better")
+
+    with sqlite_db.session() as session:
+        repo.register_model_version(session, version_id="smollm2-135m", base="smollm2-135m", status="promoted")
+    with scripted_orchestrator(sqlite_db, tmp_path, listener=Gate()) as orchestrator:
+        run_id = orchestrator.start(small_config(follow_champion=True, rollout_sampler=policy))
+        assert orchestrator.run(run_id).status == "finished"
+    with sqlite_db.session() as session:
+        by_generation = {
+            (e.generation, e.model_version)
+            for e in session.scalars(select(Episode).where(Episode.run_id == run_id, Episode.repaired_from_id.is_(None)))
+        }
+        assert registry.champion(session) == "smollm2-135m"
+    assert by_generation == {(0, "smollm2-135m"), (1, second)}

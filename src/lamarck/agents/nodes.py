@@ -39,6 +39,7 @@ from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Episode, Lesson, Task
 from lamarck.skills_library.induction import induce_skills
 from lamarck.skills_library.library import SkillLibrary, UnknownSkill
+from lamarck.training import registry
 
 log = logging.getLogger(__name__)
 
@@ -194,12 +195,15 @@ class LoopNodes:
             return CapabilityProfile.load(session)
 
     def _model_version(self) -> str:
-        """The run's model, or the current champion when the run follows promotions (distillation's hand-off)."""
+        """The run's model; when the run follows promotions (distillation's hand-off), the current champion, or the
+        rollout sampler that the gate found better than it (``RunConfig.rollout_sampler``)."""
         cfg = self.a.config
         if not cfg.follow_champion:
             return cfg.model_version
         with self.a.db.session() as session:
             champion = repo.promoted_model_version(session)
+            if champion is not None and cfg.rollout_sampler == "better_candidate":
+                return registry.rollout_sampler(session)
         return champion.id if champion is not None else cfg.model_version
 
     @timed("critique", embeds=True)

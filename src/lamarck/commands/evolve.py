@@ -57,6 +57,9 @@ def evolve(
         "--hint", help="A rung of the teacher's hint ladder (repeat; default: none, glossary, demonstrations, "
                        "partial, full; --hint none: no help).")] = [],  # noqa: B006
     frontier: Annotated[str, typer.Option(help="How tasks are picked: learnable or thompson.")] = "learnable",
+    sampler: Annotated[str, typer.Option(
+        help="Who rolls out while following the champion: better_candidate (one the gate found better, not yet "
+             "significantly) or champion.")] = "better_candidate",
     name: Annotated[str, typer.Option(help="A name for the run.")] = "",
     distill: Annotated[bool | None, typer.Option(
         help="Queue distillation between generations and gate its candidates (default: training.schedule).")] = None,
@@ -94,7 +97,7 @@ def evolve(
                 "llm_share": llm_share,
                 "budget": {"max_tokens": max_tokens, "max_seconds": max_seconds, "max_cost_usd": max_cost},
                 "judge": judge, "repair": repair, "induce_skills": induce, "concurrency": concurrency,
-                "frontier": frontier, **({"hints": hints} if hints else {}),
+                "frontier": frontier, "rollout_sampler": sampler, **({"hints": hints} if hints else {}),
             })
             validate_config(config, container.db, container.gateway)  # before the memory is opened or a run written
             scheduling = container.settings.training.schedule if distill is None else distill

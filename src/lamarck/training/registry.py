@@ -55,6 +55,20 @@ def champion(session: Session) -> str:
     return promoted.id if promoted is not None else DEFAULT_MODEL_VERSION
 
 
+def rollout_sampler(session: Session) -> str:
+    """The model the teacher rolls out with: the newest candidate trained from the champion that the gate found
+    better but not significantly so, else the champion.
+
+    Expert iteration needs the better sampler: such a candidate finds more passes at the frontier, and its passes
+    are re-rendered for the student and trained from the champion like any others. It is never what users, the
+    student's evaluations or the gate's baseline get; the champion stays the champion until the gate promotes.
+    """
+    current = champion(session)
+    better = [v for v in repo.list_model_versions(session, status="candidate")
+              if v.parent_id == current and (v.eval_scores or {}).get("gate_better") is True]
+    return better[-1].id if better else current
+
+
 def ensure_base_registered(session: Session, name: str = DEFAULT_MODEL_VERSION) -> None:
     """A base model used as a parent needs its record (the champion if nothing else is promoted)."""
     if session.get(ModelVersion, name) is None:
