@@ -14,6 +14,7 @@ from lamarck.commands.curriculum import curriculum_app, envs_app
 from lamarck.commands.evolve import eval_command, evolve, runs_app
 from lamarck.commands.training import register_model_commands, train_command, worker_command
 from lamarck.commands.skills import app as skills_app
+from lamarck.commands.harness import app as harness_app
 from lamarck.commands.common import UserError, console, container_from_settings, err, run_guarded
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, config_file
 
@@ -26,6 +27,7 @@ app.command("train")(train_command)
 app.add_typer(envs_app, name="envs")
 app.add_typer(curriculum_app, name="curriculum")
 app.add_typer(skills_app, name="skills")
+app.add_typer(harness_app, name="harness")
 app.add_typer(runs_app, name="runs")
 app.command("evolve")(evolve)
 app.command("eval")(eval_command)

@@ -23,26 +23,32 @@ SCANNED_PER_ENVIRONMENT = 64
 def recent_demonstrations(db: Database, environments: list[str], *, limit: int = 12) -> dict[str, list[FewShotExample]]:
     """Up to ``limit`` distinct worked examples per environment, newest verified successes first."""
     found: dict[str, list[FewShotExample]] = {}
-    with db.session() as session:
-        for environment in environments:
-            query = (select(Episode, Task).join(Task, Task.id == Episode.task_id)
-                     .where(Task.environment == environment, Episode.outcome == "passed",
-                            Episode.repaired_from_id.is_(None))
-                     .order_by(Episode.created_at.desc()).limit(SCANNED_PER_ENVIRONMENT))
-            examples: list[FewShotExample] = []
-            for episode, task in session.execute(query).tuples():
-                if is_heldout(task.environment, task.prompt):
-                    continue
-                spec = TaskSpec(environment=task.environment, difficulty=task.difficulty, prompt=task.prompt,
-                                reference=dict(task.reference or {}), metadata=dict(task.meta or {}))
-                trajectory = repo.episode_trajectory(episode)
-                if process_problem(spec, trajectory, episode.answer or "") is not None:
-                    continue
-                example = demonstration(spec, trajectory)
-                if example is not None and example not in examples:
-                    examples.append(example)
-                if len(examples) >= limit:
-                    break
-            if examples:
-                found[environment] = examples
+    for environment in environments:
+        examples = [example for _, example in verified_examples(db, environment, limit=limit)]
+        if examples:
+            found[environment] = examples
     return found
+
+
+def verified_examples(db: Database, environment: str, *, limit: int = 12) -> list[tuple[int, FewShotExample]]:
+    """``(difficulty, worked example)`` from the newest verified, process-filtered passes on training tasks."""
+    examples: list[tuple[int, FewShotExample]] = []
+    with db.session() as session:
+        query = (select(Episode, Task).join(Task, Task.id == Episode.task_id)
+                 .where(Task.environment == environment, Episode.outcome == "passed",
+                        Episode.repaired_from_id.is_(None))
+                 .order_by(Episode.created_at.desc()).limit(SCANNED_PER_ENVIRONMENT))
+        for episode, task in session.execute(query).tuples():
+            if is_heldout(task.environment, task.prompt):
+                continue
+            spec = TaskSpec(environment=task.environment, difficulty=task.difficulty, prompt=task.prompt,
+                            reference=dict(task.reference or {}), metadata=dict(task.meta or {}))
+            trajectory = repo.episode_trajectory(episode)
+            if process_problem(spec, trajectory, episode.answer or "") is not None:
+                continue
+            example = demonstration(spec, trajectory)
+            if example is not None and all(example != seen for _, seen in examples):
+                examples.append((task.difficulty, example))
+            if len(examples) >= limit:
+                break
+    return examples

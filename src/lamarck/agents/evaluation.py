@@ -99,7 +99,7 @@ def evaluate(
                               f"{broken[0]}")
     passes: dict[int, list[bool]] = {}
     for attempt in out.attempts:
-        reward = _verify(env, tasks[attempt.task_index], attempt.answer, attempt.failure_reason)
+        reward = verify_answer(env, tasks[attempt.task_index], attempt.answer, attempt.failure_reason)
         passes.setdefault(attempt.task_index, []).append(reward.passed)
     per_task: dict[str, float] = {}
     levels: dict[int, list[float]] = {}
@@ -133,7 +133,7 @@ def store_evaluation(db: Database, result: EvaluationResult, *, kind: str = "hel
         return record.id
 
 
-def _verify(env: Environment, task: TaskSpec, answer: str | None, failure: str | None) -> Reward:
+def verify_answer(env: Environment, task: TaskSpec, answer: str | None, failure: str | None) -> Reward:
     if answer is None:
         return Reward.fail(failure or "no answer")
     try:

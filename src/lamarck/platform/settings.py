@@ -184,6 +184,25 @@ class TrainingSettings(BaseModel):
     schedule: bool = True  # runs queue distillation jobs and gate their candidates between generations
 
 
+class HarnessCriticSettings(BaseModel):
+    """The harness-critic's rounds: how often, how many challengers from each source, and the champion/challenger
+    test on the development slice (agents/harness_critic.py)."""
+
+    every_episodes: int = Field(256, ge=1)  # a round after this many new episodes of an environment
+    dev_per_level: int = Field(4, ge=1, le=50)  # development-slice tasks per level (training seeds only)
+    demonstration_proposals: int = Field(2, ge=0, le=32)
+    knob_proposals: int = Field(4, ge=0, le=64)
+    rewrite_proposals: int = Field(1, ge=0, le=8)
+    rewrite_max_tokens: int = Field(512, ge=16)
+    early_tasks: int = Field(8, ge=1)  # the small batch every challenger meets first
+    early_needs_a_win: bool = True  # a challenger that ties the champion on the small batch with no win stops there
+    keep: int = Field(2, ge=1)  # challengers that go on to the whole slice
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)  # split evenly over the challengers judged on the whole slice
+    max_token_increase: float = Field(0.25, ge=0.0)  # a promoted challenger spends at most this much more per task
+    budget_tasks: int = Field(400, ge=1)  # task evaluations per round, champion included
+    seed: int = 0
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="LAMARCK_",
@@ -206,6 +225,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     training: TrainingSettings = Field(default_factory=TrainingSettings)
+    harness_critic: HarnessCriticSettings = Field(default_factory=HarnessCriticSettings)
     openai_api_key: SecretStr | None = None
 
     @model_validator(mode="after")

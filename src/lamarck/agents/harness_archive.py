@@ -1,0 +1,135 @@
+"""The harness archive: every challenger a round judged, with its parent, source, rationale and scores; the
+promoted harness per environment; and the diff between any two versions (prompt text and changed knobs).
+
+Rejected challengers stay in the archive (status ``rejected``) so lineage shows what was tried and why it lost.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from lamarck.agents.harness import HarnessSpec, load_harness, save_harness
+from lamarck.agents.harness_critic import HarnessCriticOutput
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.database import Database
+from lamarck.platform.storage.records import Harness
+
+
+class HarnessDiff(BaseModel):
+    a: str
+    b: str
+    knobs: dict[str, tuple[Any, Any]]  # dotted field -> (value in a, value in b), prompt and examples apart
+    prompt: list[str]  # unified diff of the system prompts
+    examples: tuple[int, int]  # worked examples shown by a and by b
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def diff(a: HarnessSpec, b: HarnessSpec) -> HarnessDiff:
+    left, right = _flat(a.model_dump(mode="json")), _flat(b.model_dump(mode="json"))
+    skipped = {"system_prompt", "few_shot.examples"}
+    knobs = {key: (left.get(key), right.get(key)) for key in sorted(set(left) | set(right))
+             if key not in skipped and left.get(key) != right.get(key)}
+    prompt = list(difflib.unified_diff(a.system_prompt.splitlines(), b.system_prompt.splitlines(),
+                                       fromfile=a.version_id, tofile=b.version_id, lineterm=""))
+    return HarnessDiff(a=a.version_id, b=b.version_id, knobs=knobs, prompt=prompt,
+                       examples=(min(a.few_shot.count, len(a.few_shot.examples)),
+                                 min(b.few_shot.count, len(b.few_shot.examples))))
+
+
+def promoted_harness(session: Session, environment: str) -> str | None:
+    query = (select(Harness).where(Harness.environment == environment, Harness.status == "promoted")
+             .order_by(Harness.created_at.desc()).limit(1))
+    found = session.scalar(query)
+    return found.id if found is not None else None
+
+
+def promote_harness(session: Session, *, harness_id: str, reason: str) -> None:
+    """Make ``harness_id`` its environment's promoted harness; the one it replaces is retired, kept, and its id
+    written into the new one's scores (``previous``) so a rollback is one call."""
+    target = repo.get_harness(session, harness_id=harness_id)
+    previous = promoted_harness(session, target.environment) if target.environment else None
+    if previous == harness_id:
+        return
+    if previous is not None:
+        old = repo.get_harness(session, harness_id=previous)
+        old.status = "retired"
+    target.status = "promoted"
+    target.eval_scores = {**(target.eval_scores or {}), "previous": previous, "promoted_because": reason}
+    session.flush()
+
+
+def rollback_harness(session: Session, environment: str) -> str:
+    current = promoted_harness(session, environment)
+    if current is None:
+        raise repo.NotFound(f"no promoted harness for {environment}")
+    previous = (repo.get_harness(session, harness_id=current).eval_scores or {}).get("previous")
+    if previous is None:
+        raise repo.NotFound(f"{current} has no previous harness to roll back to")
+    repo.get_harness(session, harness_id=current).status = "retired"
+    repo.get_harness(session, harness_id=previous).status = "promoted"
+    session.flush()
+    return str(previous)
+
+
+def record_round(db: Database, output: HarnessCriticOutput, *, round_: int) -> None:
+    """Archive every challenger under its parent (idempotent: a harness is its digest), promote the winner, and
+    note the round on the parent: what was invalid and how many task evaluations it spent."""
+    with db.session() as session:
+        parent = repo.get_harness(session, harness_id=output.champion_id)
+        for result in output.challengers:
+            save_harness(session, result.spec, parent_id=output.champion_id, status="rejected",
+                         rationale=f"{result.source}: {result.rationale}")
+            record = repo.get_harness(session, harness_id=result.harness_id)
+            record.eval_scores = {
+                **(record.eval_scores or {}), "source": result.source, "changed": result.changed,
+                "round": round_, "rung": result.rung,
+                "dev": {"tasks": result.tasks, "wins": result.wins, "losses": result.losses,
+                        "p_value": result.p_value, "tokens_per_task": result.tokens_per_task,
+                        "champion_tokens_per_task": result.champion_tokens_per_task},
+                "decision": result.reason,
+            }
+        rounds = list((parent.eval_scores or {}).get("rounds", []))
+        if not any(entry.get("round") == round_ for entry in rounds):
+            rounds.append({"round": round_, "challengers": len(output.challengers), "promoted": output.promoted,
+                           "tasks_evaluated": output.tasks_evaluated,
+                           "groups": [g.model_dump(mode="json", exclude={"episode_ids"}) for g in output.groups],
+                           "invalid": [r.model_dump(mode="json") for r in output.invalid]})
+        parent.eval_scores = {**(parent.eval_scores or {}), "rounds": rounds}
+        if output.promoted is not None:
+            winner = next(r for r in output.challengers if r.harness_id == output.promoted)
+            promote_harness(session, harness_id=output.promoted, reason=winner.reason)
+
+
+def lineage_rows(session: Session, environment: str | None = None) -> list[dict[str, Any]]:
+    """Every archived harness, oldest first, with its parent, status, source and dev-slice result."""
+    query = select(Harness).order_by(Harness.created_at, Harness.id)
+    if environment is not None:
+        query = query.where(Harness.environment == environment)
+    rows = []
+    for record in session.scalars(query):
+        scores = record.eval_scores or {}
+        dev = scores.get("dev") or {}
+        rows.append({"id": record.id, "environment": record.environment, "parent": record.parent_id,
+                     "status": record.status, "source": scores.get("source", "root" if not record.parent_id else ""),
+                     "wins": dev.get("wins"), "losses": dev.get("losses"), "p_value": dev.get("p_value"),
+                     "decision": scores.get("decision", record.rationale or "")})
+    return rows
+
+
+def load_pair(session: Session, a: str, b: str) -> tuple[HarnessSpec, HarnessSpec]:
+    return load_harness(session, harness_id=a), load_harness(session, harness_id=b)

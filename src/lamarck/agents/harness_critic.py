@@ -1,0 +1,296 @@
+"""The harness-critic: the fourth agent, which improves the harness itself instead of the weights.
+
+One round reads the recent failures grouped by cause, proposes challengers to the champion harness from three
+sources (``harness_proposals``), refuses those that break a guard rail, and runs champion/challenger on the
+development slice (training seeds, never held-out): every harness meets the same tasks and seeds; a small batch
+first rejects the weak ones early (successive halving), only survivors see the whole slice, and a challenger is
+promoted only when an exact paired sign test says it wins more tasks than it loses (alpha split over the
+survivors) while it spends at most ``max_token_increase`` more tokens per task. Every evaluation counts against
+the round's budget of task evaluations; what the budget does not reach is rejected with that reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lamarck.agents.evaluation import verify_answer
+from lamarck.agents.executor import MODEL_CALL_FAILED, Executor, ExecutorInput
+from lamarck.agents.harness import FewShotExample, HarnessSpec
+from lamarck.agents.harness_proposals import (
+    FailureCase,
+    FailureGroup,
+    KnobSpace,
+    Proposal,
+    Rejected,
+    Source,
+    demonstration_proposals,
+    group_failures,
+    guard,
+    knob_proposals,
+    parse_rewrite,
+    rewrite_request,
+)
+from lamarck.curriculum.environment import Environment, TaskSpec
+from lamarck.platform.llm.gateway import GatewayError, LLMGateway
+from lamarck.platform.settings import HarnessCriticSettings
+from lamarck.training.gate import sign_test_p
+
+log = logging.getLogger(__name__)
+
+
+class DevResult(BaseModel):
+    """Per task, in order: passed or not, and the tokens the harness spent on it (all its samples)."""
+
+    passed: list[bool]
+    tokens: list[int]
+
+
+HarnessEvaluator = Callable[[HarnessSpec, Sequence[TaskSpec]], DevResult]
+
+
+class HarnessCriticInput(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    champion: HarnessSpec
+    dev_tasks: list[TaskSpec]  # the development slice: training seeds only
+    failures: list[FailureCase] = Field(default_factory=list)
+    failed_replies: list[str] = Field(default_factory=list)  # a few of the model's failed replies, for the rewrite
+    demonstrations: list[tuple[int, FewShotExample]] = Field(default_factory=list)  # (difficulty, verified success)
+    registered_tools: list[str] = Field(default_factory=list)
+    round: int = 0
+
+
+class ChallengerResult(BaseModel):
+    harness_id: str
+    spec: HarnessSpec
+    source: Source
+    rationale: str
+    changed: dict[str, object] = Field(default_factory=dict)
+    status: Literal["promoted", "rejected"]
+    reason: str
+    rung: int  # 0: rejected on the small batch (or before it); 1: judged on the whole slice
+    tasks: int = 0
+    wins: int = 0
+    losses: int = 0
+    p_value: float | None = None
+    tokens_per_task: float | None = None
+    champion_tokens_per_task: float | None = None
+
+
+class HarnessCriticOutput(BaseModel):
+    champion_id: str  # before the round
+    promoted: str | None = None
+    groups: list[FailureGroup]
+    challengers: list[ChallengerResult]
+    invalid: list[Rejected] = Field(default_factory=list)  # proposals that never became challengers
+    tasks_evaluated: int = 0
+
+
+class _Budget:
+    def __init__(self, tasks: int) -> None:
+        self.left = tasks
+        self.used = 0
+
+    def take(self, n: int) -> bool:
+        if n > self.left:
+            return False
+        self.left -= n
+        self.used += n
+        return True
+
+
+class _Champion:
+    """The champion's results, evaluated once per task and shared by every challenger."""
+
+    def __init__(self, spec: HarnessSpec, tasks: Sequence[TaskSpec], evaluate: HarnessEvaluator) -> None:
+        self.spec, self.tasks, self.evaluate = spec, list(tasks), evaluate
+        self.passed: list[bool] = []
+        self.tokens: list[int] = []
+
+    def first(self, n: int, budget: _Budget) -> bool:
+        missing = self.tasks[len(self.passed):n]
+        if not missing:
+            return True
+        if not budget.take(len(missing)):
+            return False
+        result = self.evaluate(self.spec, missing)
+        self.passed += result.passed
+        self.tokens += result.tokens
+        return True
+
+
+class HarnessCritic:
+    def __init__(self, evaluate: HarnessEvaluator, settings: HarnessCriticSettings,
+                 gateway: LLMGateway | None = None, knobs: KnobSpace | None = None) -> None:
+        self.evaluate = evaluate
+        self.settings = settings
+        self.gateway = gateway
+        self.knobs = knobs or KnobSpace()
+
+    def run(self, request: HarnessCriticInput) -> HarnessCriticOutput:
+        settings = self.settings
+        groups = group_failures(request.failures)
+        rng = random.Random(f"{settings.seed}:{request.round}:{request.champion.version_id}")
+        proposals, invalid = self.propose(request, groups, rng)
+        champion = _Champion(request.champion, request.dev_tasks, self.evaluate)
+        budget = _Budget(settings.budget_tasks)
+        early = min(settings.early_tasks, len(request.dev_tasks))
+        results: list[ChallengerResult] = []
+        survivors: list[tuple[Proposal, DevResult]] = []
+        if not champion.first(early, budget):
+            results = [self._rejected(p, "budget exhausted before the champion's first batch", 0) for p in proposals]
+            return HarnessCriticOutput(champion_id=request.champion.version_id, groups=groups, challengers=results,
+                                       invalid=invalid, tasks_evaluated=budget.used)
+        for proposal in proposals:
+            if not budget.take(early):
+                results.append(self._rejected(proposal, "budget exhausted before its first batch", 0))
+                continue
+            batch = self.evaluate(proposal.spec, request.dev_tasks[:early])
+            wins, losses = _paired(batch.passed, champion.passed[:early])
+            if wins < losses or (wins == losses == 0 and settings.early_needs_a_win):
+                results.append(self._rejected(proposal, f"early rejection on {early} tasks: {wins} wins, {losses} "
+                                                        f"losses", 0, tasks=early, wins=wins, losses=losses))
+                continue
+            survivors.append((proposal, batch))
+        survivors.sort(key=lambda item: -sum(item[1].passed))
+        keep = survivors[: max(1, settings.keep)]
+        for proposal, _ in survivors[len(keep):]:
+            results.append(self._rejected(proposal, f"not among the best {len(keep)} on the first batch", 0,
+                                          tasks=early))
+        if keep and not champion.first(len(request.dev_tasks), budget):
+            results += [self._rejected(p, "budget exhausted before the champion's whole slice", 0, tasks=early)
+                        for p, _ in keep]
+            keep = []
+        alpha = settings.alpha / max(1, len(keep))
+        judged: list[ChallengerResult] = []
+        for proposal, batch in keep:
+            rest = request.dev_tasks[early:]
+            if rest and not budget.take(len(rest)):
+                results.append(self._rejected(proposal, "budget exhausted before its whole slice", 0, tasks=early))
+                continue
+            full = batch if not rest else _concat(batch, self.evaluate(proposal.spec, rest))
+            judged.append(self._judge(proposal, full, champion, alpha))
+        winners = sorted((r for r in judged if r.status == "promoted"), key=lambda r: (r.p_value or 1.0, -r.wins))
+        for extra in winners[1:]:
+            extra.status, extra.reason = "rejected", f"passed, but {winners[0].harness_id} was better ({extra.reason})"
+        results += judged
+        return HarnessCriticOutput(champion_id=request.champion.version_id,
+                                   promoted=winners[0].harness_id if winners else None, groups=groups,
+                                   challengers=results, invalid=invalid, tasks_evaluated=budget.used)
+
+    # proposals
+
+    def propose(self, request: HarnessCriticInput, groups: Sequence[FailureGroup],
+                rng: random.Random) -> tuple[list[Proposal], list[Rejected]]:
+        settings = self.settings
+        parent = request.champion
+        proposals = [
+            *demonstration_proposals(parent, request.demonstrations, groups, rng, settings.demonstration_proposals),
+            *knob_proposals(parent, self.knobs, rng, settings.knob_proposals),
+        ]
+        invalid: list[Rejected] = []
+        if settings.rewrite_proposals > 0:
+            for _ in range(settings.rewrite_proposals):
+                rewritten = self.rewrite(parent, groups, request.failed_replies)
+                if isinstance(rewritten, Rejected):
+                    invalid.append(rewritten)
+                else:
+                    proposals.append(rewritten)
+        valid: list[Proposal] = []
+        seen = {parent.digest()}
+        for proposal in proposals:
+            problem = guard(parent, proposal.spec, request.registered_tools)
+            if problem is not None:
+                invalid.append(Rejected(source=proposal.source, reason=problem, rationale=proposal.rationale))
+            elif proposal.spec.digest() not in seen:
+                seen.add(proposal.spec.digest())
+                valid.append(proposal)
+        return valid, invalid
+
+    def rewrite(self, parent: HarnessSpec, groups: Sequence[FailureGroup],
+                replies: Sequence[str]) -> Proposal | Rejected:
+        if self.gateway is None:
+            return Rejected(source="rewrite", reason="no harness_critic model route")
+        prompt = rewrite_request(parent, groups, replies)
+        try:
+            result = self.gateway.complete("harness_critic", [{"role": "user", "content": prompt}],
+                                           max_tokens=self.settings.rewrite_max_tokens)
+        except GatewayError as exc:
+            return Rejected(source="rewrite", reason=f"the harness_critic model could not be reached: {exc}")
+        return parse_rewrite(parent, result.choices[0] if result.choices else "")
+
+    # judging
+
+    def _judge(self, proposal: Proposal, result: DevResult, champion: _Champion, alpha: float) -> ChallengerResult:
+        wins, losses = _paired(result.passed, champion.passed)
+        p_value = sign_test_p(wins, losses)
+        n = len(result.passed)
+        tokens, champion_tokens = sum(result.tokens) / n, sum(champion.tokens) / n
+        limit = champion_tokens * (1 + self.settings.max_token_increase)
+        status: Literal["promoted", "rejected"] = "rejected"
+        if wins <= losses:
+            reason = f"not better: {wins} wins, {losses} losses"
+        elif p_value >= alpha:
+            reason = f"not significantly better: {wins} wins, {losses} losses, p={p_value:.3g} >= {alpha:.3g}"
+        elif tokens > limit:
+            reason = (f"better ({wins}-{losses}, p={p_value:.3g}) but {tokens:.0f} tokens per task against the "
+                      f"champion's {champion_tokens:.0f} (limit {limit:.0f})")
+        else:
+            status, reason = "promoted", f"better on {n} dev tasks: {wins} wins, {losses} losses, p={p_value:.3g}"
+        return ChallengerResult(
+            harness_id=proposal.spec.version_id, spec=proposal.spec, source=proposal.source,
+            rationale=proposal.rationale, changed=proposal.changed, status=status, reason=reason, rung=1, tasks=n,
+            wins=wins, losses=losses, p_value=p_value, tokens_per_task=tokens, champion_tokens_per_task=champion_tokens,
+        )
+
+    @staticmethod
+    def _rejected(proposal: Proposal, reason: str, rung: int, *, tasks: int = 0, wins: int = 0,
+                  losses: int = 0) -> ChallengerResult:
+        return ChallengerResult(harness_id=proposal.spec.version_id, spec=proposal.spec, source=proposal.source,
+                                rationale=proposal.rationale, changed=proposal.changed, status="rejected",
+                                reason=reason, rung=rung, tasks=tasks, wins=wins, losses=losses)
+
+
+def _paired(challenger: Sequence[bool], champion: Sequence[bool]) -> tuple[int, int]:
+    wins = sum(c and not h for c, h in zip(challenger, champion, strict=True))
+    losses = sum(h and not c for c, h in zip(challenger, champion, strict=True))
+    return wins, losses
+
+
+def _concat(first: DevResult, second: DevResult) -> DevResult:
+    return DevResult(passed=first.passed + second.passed, tokens=first.tokens + second.tokens)
+
+
+def dev_evaluator(gateway: LLMGateway, env: Environment, model_version: str, *, seed: int = 0,
+                  max_concurrency: int = 32) -> HarnessEvaluator:
+    """Runs the harness as it is (its own sampling and samples per task, no skills or lessons) on dev tasks; a task
+    passes when at least half its samples pass. Every harness meets the same seeds, so results pair up."""
+
+    def evaluate(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
+        out = Executor(gateway, {env.name: env}, max_concurrency=max_concurrency).run(ExecutorInput(
+            tasks=list(tasks), model_version=model_version, harnesses={env.name: harness}, seed=seed))
+        broken = [a for a in out.attempts if (a.failure_reason or "").startswith(MODEL_CALL_FAILED)]
+        if broken:
+            raise RuntimeError(f"{len(broken)} of {len(out.attempts)} attempts could not reach {model_version}: "
+                               f"{broken[0].failure_reason}")
+        passes: dict[int, list[bool]] = {}
+        tokens: dict[int, int] = {}
+        for attempt in out.attempts:
+            reward = verify_answer(env, tasks[attempt.task_index], attempt.answer, attempt.failure_reason)
+            passes.setdefault(attempt.task_index, []).append(reward.passed)
+            tokens[attempt.task_index] = (tokens.get(attempt.task_index, 0) + attempt.prompt_tokens
+                                          + attempt.completion_tokens)
+        passed = [sum(passes.get(i, [False])) * 2 >= len(passes.get(i, [False])) and any(passes.get(i, [False]))
+                  for i in range(len(tasks))]
+        return DevResult(passed=passed, tokens=[tokens.get(i, 0) for i in range(len(tasks))])
+
+    return evaluate
+
+
+__all__ = ["ChallengerResult", "DevResult", "HarnessCritic", "HarnessCriticInput", "HarnessCriticOutput",
+           "KnobSpace", "dev_evaluator"]
