@@ -185,10 +185,9 @@ class TrainingSettings(BaseModel):
 
 
 class HarnessCriticSettings(BaseModel):
-    """The harness-critic's rounds: how often, how many challengers from each source, and the champion/challenger
+    """The harness-critic's rounds: how many challengers from each source, and the champion/challenger
     test on the development slice (agents/harness_critic.py)."""
 
-    every_episodes: int = Field(256, ge=1)  # a round after this many new episodes of an environment
     dev_per_level: int = Field(4, ge=1, le=50)  # development-slice tasks per level (training seeds only)
     demonstration_proposals: int = Field(2, ge=0, le=32)
     knob_proposals: int = Field(4, ge=0, le=64)
