@@ -249,7 +249,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60, help="cap on training steps per job (planned from data)")
     parser.add_argument("--epochs", type=float, default=TrainingSettings().epochs, help="passes over a job's rows")
     parser.add_argument("--sampler", choices=["better_candidate", "champion"], default="better_candidate",
-                        help="who rolls out: a candidate the gate found better but not significantly, or the champion")
+                        help="who rolls out: a refused candidate that beat the champion on the dev slice, or the champion")
     parser.add_argument("--gate-looks", type=int, default=TrainingSettings().gate_looks,
                         help="gate decisions pre-registered for the whole bench (alpha is spent evenly over them)")
     parser.add_argument("--gate-focus", type=int, default=TrainingSettings().gate_focus_per_level,

@@ -167,3 +167,33 @@ def test_gate_tasks_look_closer_at_the_levels_the_candidate_trained_on() -> None
         t.fingerprint for t in heldout_set("arithmetic", per_level=1)]
     wider = [t.fingerprint for t in heldout_set("arithmetic", per_level=4) if t.difficulty == 2]
     assert [t.fingerprint for t in tasks if t.difficulty == 2] == wider  # the same tasks, a longer prefix
+
+
+def test_a_refused_candidate_better_on_the_dev_slice_becomes_the_rollout_sampler(
+    tmp_path: Path, sqlite_db: Database
+) -> None:
+    from lamarck.curriculum.heldout import dev_set
+
+    container = _container(tmp_path, sqlite_db, gate_per_level=2, gate_environments=[], sampler_dev_per_level=2)
+    gate, dev = heldout_set("arithmetic", per_level=2), dev_set("arithmetic", per_level=2)
+    envs = {"arithmetic": ArithmeticEnv()}
+    driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(sqlite_db))
+    try:
+        _register_candidate(sqlite_db, "smollm2-135m-ft-unproven")
+        wrong = ScriptedLLM(lambda messages, n: ["ANSWER: -1"] * n)
+        with scripted_provider(wrong):  # the gate's tasks: the same for both, so the gate refuses
+            for version in ("smollm2-135m-ft-unproven", "smollm2-135m"):
+                gate_evaluator(container.gateway, envs, sqlite_db)(version, "arithmetic", gate)
+            gate_evaluator(container.gateway, envs, sqlite_db, slice_="dev")("smollm2-135m", "arithmetic", dev)
+        with scripted_provider(_answers_right(dev)):
+            gate_evaluator(container.gateway, envs, sqlite_db, slice_="dev")(
+                "smollm2-135m-ft-unproven", "arithmetic", dev)
+            decisions = driver.gate_pending()  # every result comes from the stored evaluations
+        assert [d.promote for d in decisions] == [False]
+        with sqlite_db.session() as session:
+            scores = repo.get_model_version(session, version_id="smollm2-135m-ft-unproven").eval_scores
+            assert scores["dev_better"] is True and scores["dev"]["wins"] == len(dev) and "gate" in scores
+            assert registry.rollout_sampler(session) == "smollm2-135m-ft-unproven"
+            assert registry.champion(session) == "smollm2-135m"
+    finally:
+        container.close()

@@ -151,18 +151,18 @@ def test_a_run_that_follows_the_champion_switches_versions_between_generations(
 
 
 @pytest.mark.parametrize(("policy", "second"), [("better_candidate", "unproven"), ("champion", "smollm2-135m")])
-def test_a_candidate_the_gate_found_better_rolls_out_while_the_champion_stays(
+def test_a_refused_candidate_better_on_dev_rolls_out_while_the_champion_stays(
     sqlite_db: Database, tmp_path: Path, policy: str, second: str
 ) -> None:
     class Gate(Recorder):
-        """Records a gate decision 'better, not significantly' as soon as the first generation is recorded."""
+        """Records a refused candidate that was better on the dev slice as soon as the first generation is recorded."""
 
         def on_node(self, node: str, generation: int, finished: bool) -> None:
             if node == "record" and generation == 0 and finished:
                 with sqlite_db.session() as session:
                     repo.register_model_version(session, version_id="unproven", base="smollm2-135m",
                                                 parent_id="smollm2-135m", status="candidate")
-                    registry.record_decision(session, version_id="unproven", scores={"gate_better": True},
+                    registry.record_decision(session, version_id="unproven", scores={"dev_better": True},
                                              reason="not significantly better")
 
     with sqlite_db.session() as session:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from lamarck.agents.evaluation import default_harness_for, gate_evaluator
 from lamarck.agents.student_check import student_view_check
 from lamarck.curriculum.environment import Environment, TaskSpec
-from lamarck.curriculum.heldout import heldout_set
+from lamarck.curriculum.heldout import dev_set, heldout_set
 from lamarck.curriculum.registry import get_environment, list_environments
 from lamarck.platform.container import Container
 from lamarck.platform.events import EventBus
@@ -154,7 +154,29 @@ class Distillation:
         )
         verdict = "promoted" if decision.promote else "kept as candidate"
         self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
+        if not decision.promote and trained:
+            self.compare_on_dev(candidate, champion, trained, decision.reason)
         return decision
+
+    def compare_on_dev(self, candidate: str, champion: str, trained: Sequence[str], reason: str) -> bool:
+        """Greedy candidate against champion on the development slice of its environments; a refused candidate
+        that wins more of those tasks than it loses is marked ``dev_better`` and may roll out for the teacher
+        (``registry.rollout_sampler``). The gate's tasks are not consulted: they decide promotion only."""
+        per_level = self.container.settings.training.sampler_dev_per_level
+        envs = {name: get_environment(name, sandbox=self.container.sandbox) for name in trained}
+        evaluator = gate_evaluator(self.container.gateway, envs, self.container.db, slice_="dev")
+        wins = losses = tasks = 0
+        for name, env in envs.items():
+            dev = dev_set(name, per_level=per_level, env=env)
+            for new, old in zip(evaluator(candidate, name, dev), evaluator(champion, name, dev), strict=True):
+                wins, losses, tasks = wins + (new and not old), losses + (old and not new), tasks + 1
+        better = wins > losses
+        with self.container.db.session() as session:
+            registry.record_decision(session, version_id=candidate, reason=reason, scores={
+                "dev": {"tasks": tasks, "wins": wins, "losses": losses}, "dev_better": better})
+        if better:
+            self.notify(f"{candidate} won {wins} and lost {losses} of {tasks} dev tasks: it rolls out for the teacher")
+        return better
 
     def _power(self, evaluator: Callable[[str, str, Sequence[TaskSpec]], list[bool]], champion: str,
                trained: Sequence[str], tasks: dict[str, list[TaskSpec]], alpha: float) -> float:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from lamarck.agents.executor import MODEL_CALL_FAILED, Executor, ExecutorInput
 from lamarck.agents.harness import DEFAULT_ANSWER_FORMATS, HarnessSpec, default_harness
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec
-from lamarck.curriculum.heldout import heldout_set, set_name
+from lamarck.curriculum.heldout import Slice, heldout_set, set_name
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -148,9 +148,10 @@ def _key(task: TaskSpec, index: int) -> str:
 
 
 def gate_evaluator(
-    gateway: LLMGateway, environments: dict[str, Environment], db: Database | None = None
+    gateway: LLMGateway, environments: dict[str, Environment], db: Database | None = None, *, slice_: Slice = "gate"
 ) -> Callable[[str, str, Sequence[TaskSpec]], list[bool]]:
-    """The distillation gate's evaluator: pass/fail per held-out task, in order, under the default harness.
+    """The distillation gate's evaluator: pass/fail per held-out task (or, with ``slice_="dev"``, per development
+    task), in order, under the default harness.
 
     With ``db``, every evaluation is stored and an earlier one of the same model, harness and tasks is reused:
     the champion is evaluated once, not once per candidate, so every candidate meets the same record (greedy
@@ -160,7 +161,7 @@ def gate_evaluator(
     def evaluator(model_version: str, environment: str, tasks: Sequence[TaskSpec]) -> list[bool]:
         env = environments[environment]
         harness = default_harness_for(env)
-        eval_set = f"{set_name(env.name)}/gate@{tasks_digest(tasks)[:12]}"
+        eval_set = f"{set_name(env.name, slice_=slice_)}/{slice_}@{tasks_digest(tasks)[:12]}"
         per_task: dict[str, float] | None = None
         if db is not None:
             with db.session() as session:

@@ -52,8 +52,8 @@ class RunConfig(BaseModel):
     samples_per_task: int | None = Field(None, ge=1, le=64)  # None: the harness's setting
     model_version: str = DEFAULT_MODEL_VERSION
     follow_champion: bool = False  # each generation uses the version promoted at its start (falls back to model_version)
-    # with follow_champion, "better_candidate" rolls out with a candidate the gate found better but not significantly
-    # (registry.rollout_sampler); "champion" always rolls out with the champion
+    # with follow_champion, "better_candidate" rolls out with a refused candidate that beat the champion on the dev
+    # slice (registry.rollout_sampler); "champion" always rolls out with the champion
     rollout_sampler: Literal["champion", "better_candidate"] = "better_candidate"
     harnesses: dict[str, str] = Field(default_factory=dict)  # environment -> harness version id; default harness otherwise
     seed: int = 0

@@ -58,8 +58,8 @@ def evolve(
                        "partial, full; --hint none: no help).")] = [],  # noqa: B006
     frontier: Annotated[str, typer.Option(help="How tasks are picked: learnable or thompson.")] = "learnable",
     sampler: Annotated[str, typer.Option(
-        help="Who rolls out while following the champion: better_candidate (one the gate found better, not yet "
-             "significantly) or champion.")] = "better_candidate",
+        help="Who rolls out while following the champion: better_candidate (a refused candidate that beat it "
+             "on the development slice) or champion.")] = "better_candidate",
     name: Annotated[str, typer.Option(help="A name for the run.")] = "",
     distill: Annotated[bool | None, typer.Option(
         help="Queue distillation between generations and gate its candidates (default: training.schedule).")] = None,

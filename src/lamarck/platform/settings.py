@@ -177,6 +177,7 @@ class TrainingSettings(BaseModel):
     gate_alpha: float = Field(0.05, gt=0.0, lt=1.0)  # total significance over all planned looks (alpha spending)
     gate_looks: int = Field(10, ge=1)  # gate decisions planned in advance; each is tested at gate_alpha / gate_looks
     gate_effect: float = Field(0.15, gt=0.0, le=1.0)  # the pass-rate gain the gate's power is computed for
+    sampler_dev_per_level: int = Field(5, ge=1, le=50)  # dev tasks per level that pick a refused candidate as sampler
     min_new_row_share: float = Field(0.5, ge=0.0, le=1.0)  # new rows a job needs, per row of its largest sibling
     phases: bool = True  # embedded mode: rollouts pause while a job trains, since both would share the same cores
     gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # allowed pass-rate drop on the other environments

@@ -50,7 +50,6 @@ class GateDecision(BaseModel):
     alpha: float
     tolerance: float
     environments: list[EnvComparison]
-    better: bool = False  # won more than it lost where it trained, and within tolerance elsewhere (significant or not)
     look: int = 1  # which gate decision this is under the pre-registered plan
     power: float | None = None  # chance these tasks detect the planned effect at this look's alpha
 
@@ -138,12 +137,10 @@ def decide(
             c.note = f"pass rate dropped {-c.delta:.2f} > tolerance {tolerance:.2f}"
             reasons.append(f"worse on {c.environment} by {-c.delta:.2f}")
     promote = not reasons
-    better = bool(trained) and sum(c.wins for c in trained) > sum(c.losses for c in trained) and all(
-        c.ok for c in comparisons if not c.trained)
     reason = (f"better on {', '.join(c.environment for c in trained)} (p={p_value:.3g}) and within tolerance elsewhere"
               if promote else "; ".join(reasons))
     return GateDecision(candidate=candidate, champion=champion, promote=promote, reason=reason, p_value=p_value,
-                        alpha=alpha, tolerance=tolerance, environments=comparisons, better=better)
+                        alpha=alpha, tolerance=tolerance, environments=comparisons)
 
 
 def run_gate(
@@ -199,7 +196,7 @@ def record_decision(
             )
         scores = {"gate": {c.environment: {"candidate": c.candidate_passes, "champion": c.champion_passes, "n": c.n}
                            for c in decision.environments}, "gate_p_value": decision.p_value,
-                  "gate_better": decision.better, "gate_look": decision.look}
+                  "gate_look": decision.look}
         registry.record_decision(session, version_id=decision.candidate, scores=scores, reason=decision.reason)
         if decision.promote:
             registry.promote(session, version_id=decision.candidate, reason=f"gate: {decision.reason}")

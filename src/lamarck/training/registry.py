@@ -56,16 +56,17 @@ def champion(session: Session) -> str:
 
 
 def rollout_sampler(session: Session) -> str:
-    """The model the teacher rolls out with: the newest candidate trained from the champion that the gate found
-    better but not significantly so, else the champion.
+    """The model the teacher rolls out with: the newest candidate trained from the champion that the gate refused
+    but that won more development-slice tasks than the champion (``dev_better``), else the champion.
 
     Expert iteration needs the better sampler: such a candidate finds more passes at the frontier, and its passes
     are re-rendered for the student and trained from the champion like any others. It is never what users, the
     student's evaluations or the gate's baseline get; the champion stays the champion until the gate promotes.
+    The choice reads the development slice, never the gate's tasks, which decide promotion only.
     """
     current = champion(session)
     better = [v for v in repo.list_model_versions(session, status="candidate")
-              if v.parent_id == current and (v.eval_scores or {}).get("gate_better") is True]
+              if v.parent_id == current and (v.eval_scores or {}).get("dev_better") is True]
     return better[-1].id if better else current
 
 
