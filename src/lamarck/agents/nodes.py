@@ -196,7 +196,7 @@ class LoopNodes:
 
     def _model_version(self) -> str:
         """The run's model; when the run follows promotions (distillation's hand-off), the current champion, or the
-        rollout sampler that the gate found better than it (``RunConfig.rollout_sampler``)."""
+        rollout sampler that beat it on the development slice (``RunConfig.rollout_sampler``)."""
         cfg = self.a.config
         if not cfg.follow_champion:
             return cfg.model_version
