@@ -197,3 +197,28 @@ def test_a_refused_candidate_better_on_the_dev_slice_becomes_the_rollout_sampler
             assert registry.champion(session) == "smollm2-135m"
     finally:
         container.close()
+
+
+def test_a_look_beyond_the_plan_refuses_without_running_the_gate(tmp_path: Path, sqlite_db: Database) -> None:
+    container = _container(tmp_path, sqlite_db, gate_per_level=2, gate_environments=[], gate_looks=1,
+                           sampler_dev_per_level=1)
+    notes: list[str] = []
+    driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(sqlite_db), notify=notes.append)
+    try:
+        for name in ("smollm2-135m-ft-first", "smollm2-135m-ft-second"):
+            _register_candidate(sqlite_db, name)
+        with sqlite_db.session() as session:  # the first look was spent already
+            registry.record_decision(session, version_id="smollm2-135m-ft-first", scores={"gate": {}},
+                                     reason="refused")
+        calls: list[int] = []
+        with scripted_provider(ScriptedLLM(lambda messages, n: calls.append(n) or ["ANSWER: -1"] * n)):
+            decisions = driver.gate_pending()
+        assert [(d.promote, d.look) for d in decisions] == [(False, 2)] and "alpha spent" in decisions[0].reason
+        dev_tasks = 9  # one per arithmetic level, for each of the two models; no gate task was run
+        assert len(calls) == 2 * dev_tasks
+        with sqlite_db.session() as session:
+            second = repo.get_model_version(session, version_id="smollm2-135m-ft-second")
+            assert "alpha spent" in (second.reason or "") and second.eval_scores["dev_better"] is False
+            assert registry.gate_looks(session) == 2
+    finally:
+        container.close()

@@ -142,6 +142,8 @@ class Distillation:
         tasks = {name: gate_tasks(envs[name], settings.gate_per_level, settings.gate_focus_per_level,
                                   focus=[int(level) for level in counts.get(name, {})]) for name in environments}
         alpha = look_alpha(settings.gate_alpha, look, settings.gate_looks)
+        if alpha <= 0.0:
+            return self._refuse_unplanned(candidate, champion, trained, look)
         evaluator = gate_evaluator(self.container.gateway, envs, self.container.db)
         power = self._power(evaluator, champion, trained, tasks, alpha)
         sizes = ", ".join(f"{name} ({len(tasks[name])} tasks)" for name in environments)
@@ -156,6 +158,22 @@ class Distillation:
         self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
         if not decision.promote and trained:
             self.compare_on_dev(candidate, champion, trained, decision.reason)
+        return decision
+
+    def _refuse_unplanned(self, candidate: str, champion: str, trained: Sequence[str], look: int) -> GateDecision:
+        """A look beyond the pre-registered plan can promote nothing, so the gate's tasks are not run at all."""
+        settings = self.container.settings.training
+        reason = (f"the pre-registered gate looks are used up (look {look} of {settings.gate_looks}, alpha spent): "
+                  "raise training.gate_looks to plan more")
+        decision = GateDecision(candidate=candidate, champion=champion, promote=False, reason=reason, p_value=None,
+                                alpha=0.0, tolerance=settings.gate_tolerance, environments=[], look=look, power=0.0)
+        with self.container.db.session() as session:
+            registry.record_decision(session, version_id=candidate, reason=reason,
+                                     scores={"gate": {}, "gate_p_value": None, "gate_look": look})
+        self.bus.publish("model.gate", decision.model_dump(mode="json"))
+        self.notify(f"gate: {candidate} kept as candidate — {reason}")
+        if trained:
+            self.compare_on_dev(candidate, champion, trained, reason)
         return decision
 
     def compare_on_dev(self, candidate: str, champion: str, trained: Sequence[str], reason: str) -> bool:
