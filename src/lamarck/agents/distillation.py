@@ -27,7 +27,7 @@ from lamarck.platform.container import Container
 from lamarck.platform.events import EventBus
 from lamarck.platform.storage import repositories as repo
 from lamarck.training import registry
-from lamarck.training.gate import GateDecision, look_alpha, run_gate, sign_test_power
+from lamarck.training.gate import GateDecision, look_alpha, paired_counts, run_gate, sign_test_power
 from lamarck.training.pipeline import ScheduleResult, Sender, maybe_schedule_distillation
 
 log = logging.getLogger(__name__)
@@ -186,8 +186,8 @@ class Distillation:
         wins = losses = tasks = 0
         for name, env in envs.items():
             dev = dev_set(name, per_level=per_level, env=env)
-            for new, old in zip(evaluator(candidate, name, dev), evaluator(champion, name, dev), strict=True):
-                wins, losses, tasks = wins + (new and not old), losses + (old and not new), tasks + 1
+            won, lost = paired_counts(evaluator(candidate, name, dev), evaluator(champion, name, dev))
+            wins, losses, tasks = wins + won, losses + lost, tasks + len(dev)
         better = wins > losses
         with self.container.db.session() as session:
             registry.record_decision(session, version_id=candidate, reason=reason, scores={

@@ -41,6 +41,7 @@ class EvaluationResult(BaseModel):
     score: float = Field(ge=0.0, le=1.0)  # mean over tasks of the share of samples that passed
     per_task: dict[str, float]  # task key -> share of samples that passed
     per_level: dict[str, float] = Field(default_factory=dict)
+    tokens: list[int] = Field(default_factory=list)  # per task, in order: prompt and completion tokens of its samples
     seconds: float = 0.0
     evaluation_id: str | None = None
 
@@ -83,14 +84,20 @@ def evaluate(
     eval_set: str = "",
     seed: int = EVAL_SEED,
     max_concurrency: int = 32,
+    as_sampled: bool = False,
 ) -> EvaluationResult:
-    """Run every task greedily ``samples`` times and score the answers with the environment's verifier."""
+    """Run every task greedily ``samples`` times and score the answers with the environment's verifier; with
+    ``as_sampled``, run the harness as it is instead (its own sampling and samples per task), as the harness-critic
+    compares harnesses whose sampling is what differs."""
     if not tasks:
         raise ValueError("an evaluation needs at least one task")
-    greedy = harness.derive(sampling={"temperature": 0.0, "top_p": 1.0, "samples_per_task": samples})
+    if as_sampled:
+        run, samples = harness, harness.sampling.samples_per_task
+    else:
+        run = harness.derive(sampling={"temperature": 0.0, "top_p": 1.0, "samples_per_task": samples})
     started = time.perf_counter()
     out = Executor(gateway, {env.name: env}, max_concurrency=max_concurrency).run(ExecutorInput(
-        tasks=list(tasks), model_version=model_version, harnesses={env.name: greedy}, samples_per_task=samples,
+        tasks=list(tasks), model_version=model_version, harnesses={env.name: run}, samples_per_task=samples,
         seed=seed,
     ))
     broken = [a.failure_reason for a in out.attempts if (a.failure_reason or "").startswith(MODEL_CALL_FAILED)]
@@ -98,9 +105,11 @@ def evaluate(
         raise EvaluationError(f"{len(broken)} of {len(out.attempts)} attempts could not reach {model_version}: "
                               f"{broken[0]}")
     passes: dict[int, list[bool]] = {}
+    tokens = [0] * len(tasks)
     for attempt in out.attempts:
         reward = verify_answer(env, tasks[attempt.task_index], attempt.answer, attempt.failure_reason)
         passes.setdefault(attempt.task_index, []).append(reward.passed)
+        tokens[attempt.task_index] += attempt.prompt_tokens + attempt.completion_tokens
     per_task: dict[str, float] = {}
     levels: dict[int, list[float]] = {}
     for index, task in enumerate(tasks):
@@ -118,6 +127,7 @@ def evaluate(
         score=sum(per_task.values()) / len(per_task),
         per_task=per_task,
         per_level={str(level): sum(v) / len(v) for level, v in sorted(levels.items())},
+        tokens=tokens,
         seconds=time.perf_counter() - started,
     )
 

@@ -18,8 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lamarck.agents.evaluation import verify_answer
-from lamarck.agents.executor import MODEL_CALL_FAILED, Executor, ExecutorInput
+from lamarck.agents.evaluation import evaluate
 from lamarck.agents.harness import FewShotExample, HarnessSpec
 from lamarck.agents.harness_proposals import (
     FailureCase,
@@ -38,7 +37,7 @@ from lamarck.agents.harness_proposals import (
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.settings import HarnessCriticSettings
-from lamarck.training.gate import sign_test_p
+from lamarck.training.gate import paired_counts, sign_test_p
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +150,7 @@ class HarnessCritic:
                 results.append(self._rejected(proposal, "budget exhausted before its first batch", 0))
                 continue
             batch = self.evaluate(proposal.spec, request.dev_tasks[:early])
-            wins, losses = _paired(batch.passed, champion.passed[:early])
+            wins, losses = paired_counts(batch.passed, champion.passed[:early])
             if wins < losses or (wins == losses == 0 and settings.early_needs_a_win):
                 results.append(self._rejected(proposal, f"early rejection on {early} tasks: {wins} wins, {losses} "
                                                         f"losses", 0, tasks=early, wins=wins, losses=losses))
@@ -227,7 +226,7 @@ class HarnessCritic:
     # judging
 
     def _judge(self, proposal: Proposal, result: DevResult, champion: _Champion, alpha: float) -> ChallengerResult:
-        wins, losses = _paired(result.passed, champion.passed)
+        wins, losses = paired_counts(result.passed, champion.passed)
         p_value = sign_test_p(wins, losses)
         n = len(result.passed)
         tokens, champion_tokens = sum(result.tokens) / n, sum(champion.tokens) / n
@@ -256,12 +255,6 @@ class HarnessCritic:
                                 reason=reason, rung=rung, tasks=tasks, wins=wins, losses=losses)
 
 
-def _paired(challenger: Sequence[bool], champion: Sequence[bool]) -> tuple[int, int]:
-    wins = sum(c and not h for c, h in zip(challenger, champion, strict=True))
-    losses = sum(h and not c for c, h in zip(challenger, champion, strict=True))
-    return wins, losses
-
-
 def _concat(first: DevResult, second: DevResult) -> DevResult:
     return DevResult(passed=first.passed + second.passed, tokens=first.tokens + second.tokens)
 
@@ -271,25 +264,12 @@ def dev_evaluator(gateway: LLMGateway, env: Environment, model_version: str, *, 
     """Runs the harness as it is (its own sampling and samples per task, no skills or lessons) on dev tasks; a task
     passes when at least half its samples pass. Every harness meets the same seeds, so results pair up."""
 
-    def evaluate(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
-        out = Executor(gateway, {env.name: env}, max_concurrency=max_concurrency).run(ExecutorInput(
-            tasks=list(tasks), model_version=model_version, harnesses={env.name: harness}, seed=seed))
-        broken = [a for a in out.attempts if (a.failure_reason or "").startswith(MODEL_CALL_FAILED)]
-        if broken:
-            raise RuntimeError(f"{len(broken)} of {len(out.attempts)} attempts could not reach {model_version}: "
-                               f"{broken[0].failure_reason}")
-        passes: dict[int, list[bool]] = {}
-        tokens: dict[int, int] = {}
-        for attempt in out.attempts:
-            reward = verify_answer(env, tasks[attempt.task_index], attempt.answer, attempt.failure_reason)
-            passes.setdefault(attempt.task_index, []).append(reward.passed)
-            tokens[attempt.task_index] = (tokens.get(attempt.task_index, 0) + attempt.prompt_tokens
-                                          + attempt.completion_tokens)
-        passed = [sum(passes.get(i, [False])) * 2 >= len(passes.get(i, [False])) and any(passes.get(i, [False]))
-                  for i in range(len(tasks))]
-        return DevResult(passed=passed, tokens=[tokens.get(i, 0) for i in range(len(tasks))])
+    def evaluate_harness(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
+        result = evaluate(gateway, env, tasks, model_version, harness, seed=seed, max_concurrency=max_concurrency,
+                          as_sampled=True)
+        return DevResult(passed=[share >= 0.5 for share in result.per_task.values()], tokens=result.tokens)
 
-    return evaluate
+    return evaluate_harness
 
 
 __all__ = ["ChallengerResult", "DevResult", "HarnessCritic", "HarnessCriticInput", "HarnessCriticOutput",

@@ -88,12 +88,18 @@ def look_alpha(alpha: float, look: int, planned_looks: int) -> float:
     return alpha / planned_looks if look <= planned_looks else 0.0
 
 
+def paired_counts(new: Sequence[bool], old: Sequence[bool]) -> tuple[int, int]:
+    """(wins, losses) of ``new`` against ``old`` over the same tasks: tasks only one of them passed."""
+    wins = sum(n and not o for n, o in zip(new, old, strict=True))
+    losses = sum(o and not n for n, o in zip(new, old, strict=True))
+    return wins, losses
+
+
 def compare_env(environment: str, candidate: list[bool], champion: list[bool], *, trained: bool) -> EnvComparison:
     if len(candidate) != len(champion):
         raise ValueError(f"{environment}: {len(candidate)} candidate results vs {len(champion)} champion results")
     n = len(candidate)
-    wins = sum(c and not h for c, h in zip(candidate, champion, strict=True))
-    losses = sum(h and not c for c, h in zip(candidate, champion, strict=True))
+    wins, losses = paired_counts(candidate, champion)
     delta = (sum(candidate) - sum(champion)) / n if n else 0.0
     return EnvComparison(
         environment=environment, trained=trained, n=n, candidate_passes=sum(candidate),
