@@ -74,10 +74,10 @@ def test_the_schedule_warms_up_then_decays() -> None:
     assert recipe.scheduler_type(old.model_copy(update={"warmup_ratio": 0.1})) == "constant_with_warmup"
 
 
-def _report(start: float, losses: list[float], planned: int = 12) -> ValidationReport:
+def _report(start: float, losses: list[float], planned: int = 12, kept: str = "last") -> ValidationReport:
     evaluations = [Evaluation(step=2 * (i + 1), loss=loss) for i, loss in enumerate(losses)]
     return ValidationReport.of(rows=6, tasks=3, start_loss=start, evaluations=evaluations, planned_steps=planned,
-                               kept="best")
+                               kept=kept)
 
 
 def test_the_verdict_refuses_a_validation_loss_that_only_rose() -> None:
@@ -95,6 +95,14 @@ def test_the_verdict_refuses_a_validation_loss_that_only_rose() -> None:
     assert "rose" in (recipe.refusal(_report(1.0, [0.9, float("nan")]), 0.05) or "")  # diverged
     assert recipe.refusal(None, 0.05) is None
     assert not _report(1.0, [0.9] * 6).stopped_early
+
+
+def test_the_verdict_judges_the_weights_the_job_keeps() -> None:
+    """A job that keeps its best checkpoint returns weights below the parent's loss: a later rise does not refuse it."""
+    assert recipe.refusal(_report(1.0, [0.9, 1.2, 1.4], kept="best"), 0.05) is None
+    assert recipe.refusal(_report(1.0, [0.9, float("nan")], kept="best"), 0.05) is None
+    assert "never fell" in (recipe.refusal(_report(1.0, [1.1, 1.3], kept="best"), 0.05) or "")
+    assert "keeps its last weights" in (recipe.refusal(_report(1.0, [0.9, 1.2, 1.4], kept="last"), 0.05) or "")
 
 
 def test_a_refusal_is_bad_input_for_the_job_guard() -> None:

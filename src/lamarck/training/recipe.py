@@ -117,9 +117,11 @@ def scheduler_type(settings: TrainingSettings) -> str:
 def refusal(report: ValidationReport | None, rise_margin: float) -> str | None:
     """Why a finished job must not become a candidate, or None when it may.
 
-    Refused when no evaluation beat the parent's validation loss, or when the last one ended above the parent's
-    by more than ``rise_margin`` (relative): the weights fit the training rows and got worse on tasks they did not
-    see. Without a validation side there is nothing to judge by, and the gate alone decides.
+    The verdict is on the weights the job returns. Refused when no evaluation beat the parent's validation loss;
+    when the job keeps its last weights, also when the last evaluation ended above the parent's by more than
+    ``rise_margin`` (relative): those weights fit the training rows and got worse on tasks they did not see. A job
+    that keeps its best checkpoint returns weights below the parent's loss, so a later rise does not refuse it
+    (the reference run refused two such jobs). Without a validation side the gate alone decides.
     """
     if report is None or not report.evaluations:
         return None
@@ -128,8 +130,10 @@ def refusal(report: ValidationReport | None, rise_margin: float) -> str | None:
         return (f"validation loss never fell below the parent's {report.start_loss:.4f} "
                 f"(best {best:.4f} over {len(report.evaluations)} evaluations, {report.rows} rows of "
                 f"{report.tasks} held-out tasks)")
+    if report.kept == "best":
+        return None
     if not math.isfinite(report.last_loss) or report.last_loss > report.start_loss * (1 + rise_margin):
         return (f"validation loss rose to {report.last_loss:.4f} at step {report.last_step}, more than "
                 f"{rise_margin:.0%} above the parent's {report.start_loss:.4f} (best {report.best_loss:.4f} at "
-                f"step {report.best_step})")
+                f"step {report.best_step}), and the job keeps its last weights")
     return None
