@@ -48,3 +48,16 @@ def test_bad_settings_are_refused_with_a_clear_message() -> None:
         LearnableFrontier(LADDER, mastered=0.0)
     with pytest.raises(ValueError, match="batch_size must be at least 1"):
         LearnableFrontier(LADDER).select({}, 0, rng=random.Random(0))
+
+
+def test_a_cell_the_teacher_nearly_always_solves_and_the_student_fails_is_the_richest() -> None:
+    """Rows per task: the student fails (1 - s) and the teacher's ladder solves (t). The variance t(1 - t) of the
+    teacher's success would have ranked the level the student half solves first, and the ladder's hinted
+    successes at the higher level last."""
+    evidence = {
+        ("arithmetic", 2): CellEvidence(student_greedy=0.5, teacher_attempts=20, teacher_passes=10),
+        ("arithmetic", 3): CellEvidence(student_greedy=0.0, teacher_attempts=20, teacher_passes=19),
+    }
+    weights = LearnableFrontier(LADDER).weights(evidence)
+    assert weights[("arithmetic", 3)][0] > 3 * weights[("arithmetic", 2)][0]
+    assert "teacher solves 0.91 of tasks" in weights[("arithmetic", 3)][1]

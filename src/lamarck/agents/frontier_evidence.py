@@ -46,22 +46,27 @@ def student_scores(gateway: LLMGateway, db: Database, env: Environment, model_ve
 
 def rollout_evidence(db: Database, *, run_id: str, model_version: str, harnesses: Mapping[str, HarnessSpec],
                      generation: int, half_life: float = HALF_LIFE_GENERATIONS) -> dict[Cell, tuple[float, float]]:
-    """(decayed attempts, decayed passes) per cell from this run's verified rollouts of this model and harness."""
+    """(decayed tasks attempted, decayed tasks solved) per cell from this run's verified rollouts of this model and
+    harness. A task counts once per generation, solved when any of its samples passed at any rung of the ladder."""
     versions = {harness.version_id for harness in harnesses.values()}
-    query = (select(Task.environment, Task.difficulty, Episode.outcome, Episode.generation, Episode.harness_version)
+    query = (select(Task.id, Task.environment, Task.difficulty, Episode.outcome, Episode.generation,
+                    Episode.harness_version)
              .join(Task, Task.id == Episode.task_id)
              .where(Episode.run_id == run_id, Episode.model_version == model_version,
                     Episode.repaired_from_id.is_(None), Episode.outcome.in_(("passed", "failed"))))
-    totals: dict[Cell, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    tasks: dict[tuple[str, int], tuple[Cell, bool]] = {}
     with db.session() as session:
-        for environment, difficulty, outcome, episode_generation, harness_version in session.execute(query):
+        for task_id, environment, difficulty, outcome, episode_generation, harness_version in session.execute(query):
             if harness_version not in versions:
                 continue
-            age = max(0, generation - (episode_generation if episode_generation is not None else generation))
-            weight = 0.5 ** (age / half_life)
-            cell = totals[(environment, difficulty)]
-            cell[0] += weight
-            cell[1] += weight if outcome == "passed" else 0.0
+            key = (task_id, episode_generation if episode_generation is not None else generation)
+            solved = tasks.get(key, ((environment, difficulty), False))[1] or outcome == "passed"
+            tasks[key] = ((environment, difficulty), solved)
+    totals: dict[Cell, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for (_, task_generation), (cell, solved) in tasks.items():
+        weight = 0.5 ** (max(0, generation - task_generation) / half_life)
+        totals[cell][0] += weight
+        totals[cell][1] += weight if solved else 0.0
     return {cell: (attempts, passes) for cell, (attempts, passes) in totals.items()}
 
 

@@ -1,11 +1,15 @@
 """The learnable-cells frontier: train where the student fails and the teacher sometimes succeeds.
 
-What distillation can change is a task the student gets wrong greedily and some teacher sample gets right: a
-mastered cell teaches nothing new, and a cell no sample solves gives no rows. So each (environment, difficulty)
-cell is scored by the variance of the teacher's sample success, p(1 - p) (LILO-style), among cells whose greedy
-student success is below ``mastered``. Evidence is kept per (model version, harness) by the caller and decays,
-so the frontier moves after a promotion. A cell the teacher has not solved yet at any rung is "out of reach"
-and keeps only a small exploration weight; the first untried level above the highest solved one is explored.
+What distillation can change is a task the student gets wrong greedily and the teacher gets right: a mastered cell
+teaches nothing new, and a cell the teacher never solves gives no rows. So each (environment, difficulty) cell
+below ``mastered`` greedy student success is weighted by the rows it is expected to teach per task: the chance
+the student fails a task there (1 - s) times the chance the teacher solves it at some rung of its hint ladder (t,
+counted per task, not per sample). An earlier weighting, the variance t(1 - t) of the teacher's per-sample success,
+kept the batch at level 2: there unaided samples passed half the time, while at higher levels the ladder's hinted
+successes were drowned by its failed rungs, so no row ever came from a hint. Evidence is kept per (model version,
+harness) by the caller and decays, so the frontier moves after a promotion. A cell the teacher has not solved yet
+at any rung is "out of reach" and keeps only a small exploration weight; the first untried level above the
+highest solved one is explored.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ class CellEvidence(BaseModel):
     """What one cell's recent rollouts and the student's development-slice score say (decayed counts)."""
 
     student_greedy: float | None = Field(None, ge=0.0, le=1.0)  # None: not evaluated for this release yet
-    teacher_attempts: float = Field(0.0, ge=0.0)
-    teacher_passes: float = Field(0.0, ge=0.0)
+    teacher_attempts: float = Field(0.0, ge=0.0)  # tasks the teacher attempted (decayed), whatever its samples and rungs
+    teacher_passes: float = Field(0.0, ge=0.0)  # of those, tasks some sample solved at some rung
 
 
 class LearnableFrontier:
@@ -70,8 +74,9 @@ class LearnableFrontier:
                 if e.teacher_passes == 0:
                     found[(name, difficulty)] = (self.explore_weight, "out of reach: no teacher sample solved it")
                     continue
+                fails = 1.0 - (e.student_greedy if e.student_greedy is not None else 0.5)
                 student = "?" if e.student_greedy is None else f"{e.student_greedy:.2f}"
-                found[(name, difficulty)] = (p * (1.0 - p), f"learnable: teacher success {p:.2f}, student {student}")
+                found[(name, difficulty)] = (fails * p, f"learnable: teacher solves {p:.2f} of tasks, student {student}")
         return found
 
     def select(self, evidence: Mapping[Cell, CellEvidence], batch_size: int, *, rng: random.Random,
