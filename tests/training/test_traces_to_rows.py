@@ -12,8 +12,11 @@ from lamarck.training import registry
 from lamarck.training.dataset_io import load_dataset, save_dataset
 from lamarck.training.traces_to_rows import (
     LESSONS_HEADER,
+    DistillationSet,
     HeldoutLeak,
+    TrainingRow,
     build_dataset,
+    dataset_digest,
     kept_at_weight,
     render_for_model,
     tokenize_row,
@@ -82,6 +85,18 @@ def test_heldout_tasks_are_dropped_and_a_leak_fails_loudly(sqlite_db: Database) 
     add_episode(sqlite_db, task, prompt, few_shot=held.prompt)
     with pytest.raises(HeldoutLeak, match="held-out prompt"):
         _build(sqlite_db)
+
+
+def test_a_saved_dataset_keeps_each_rows_hint_source(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The parquet file once dropped the hint level, so every reloaded row (and the job's report) said 'none'."""
+    rows = [TrainingRow(task_id=f"t{i}", episode_id=f"e{i}", environment="arithmetic", difficulty=3,
+                        messages=[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "ANSWER: 1"}],
+                        train_turns=[1], prompt_length=1, hint_level=level)
+            for i, level in enumerate(["none", "partial", "full", "full"])]
+    dataset = DistillationSet(parent_version="smollm2-135m", rows=rows)
+    dataset.digest = dataset_digest(dataset)
+    loaded = load_dataset(save_dataset(dataset, tmp_path))
+    assert loaded.by_hint() == {"full": 2, "none": 1, "partial": 1} == dataset.by_hint()
 
 
 def test_digest_is_stable_and_a_trained_digest_is_refused(sqlite_db: Database, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -84,7 +84,8 @@ def dataset_card(dataset: DistillationSet) -> str:
 
 _ROW_SCHEMA = pa.schema([
     ("task_id", pa.string()), ("episode_id", pa.string()), ("environment", pa.string()), ("difficulty", pa.int64()),
-    ("train_turns", pa.list_(pa.int64())), ("prompt_length", pa.int64()), ("repaired", pa.bool_()), ("weight", pa.float64()), ("messages", pa.string()),
+    ("train_turns", pa.list_(pa.int64())), ("prompt_length", pa.int64()), ("repaired", pa.bool_()),
+    ("weight", pa.float64()), ("hint_level", pa.string()), ("messages", pa.string()),
 ])
 _PAIR_SCHEMA = pa.schema([
     ("task_id", pa.string()), ("environment", pa.string()), ("difficulty", pa.int64()),
