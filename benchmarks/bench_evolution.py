@@ -48,7 +48,7 @@ def make_container(args: argparse.Namespace) -> Container:
     training = TrainingSettings(
         min_new_episodes=args.min_new, max_steps=args.steps, batch_size=args.train_batch, epochs=args.epochs,
         lora_rank=args.rank, lora_alpha=2 * args.rank, save_steps=max(5, args.steps // 3),
-        gate_per_level=args.per_level, gate_environments=args.gate_envs, gate_looks=args.gate_looks,
+        gate_per_level=args.gate_per_level, gate_environments=args.gate_envs, gate_looks=args.gate_looks,
         gate_focus_per_level=args.gate_focus,
     )
     settings = Settings(data_dir=work, training=training)
@@ -237,6 +237,8 @@ def main() -> None:
     parser.add_argument("--humaneval-limit", type=int, default=164, help="HumanEval tasks (0: skip)")
     parser.add_argument("--per-level", type=int, default=5, help="report-slice tasks per level (the curve)")
     parser.add_argument("--gate-envs", nargs="*", default=["string_ops"], help="other environments the gate checks")
+    parser.add_argument("--gate-per-level", type=int, default=3,
+                        help="gate tasks per level the candidate did not train on (a check that nothing got worse)")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--temperature", type=float, default=0.7, help="rollout sampling temperature")
