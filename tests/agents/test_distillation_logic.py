@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))  # the
 
 from training_helpers import add_episode, add_task  # noqa: E402
 
-from lamarck.agents.distillation import Distillation, gate_environments, gate_tasks
+from lamarck.agents.distillation import Distillation, focus_levels, gate_environments, gate_tasks
 from lamarck.agents.evaluation import default_harness_for, gate_evaluator
 from lamarck.agents.executor import student_view
 from lamarck.curriculum.environment import TaskSpec
@@ -167,6 +167,13 @@ def test_gate_tasks_look_closer_at_the_levels_the_candidate_trained_on() -> None
         t.fingerprint for t in heldout_set("arithmetic", per_level=1)]
     wider = [t.fingerprint for t in heldout_set("arithmetic", per_level=4) if t.difficulty == 2]
     assert [t.fingerprint for t in tasks if t.difficulty == 2] == wider  # the same tasks, a longer prefix
+
+
+def test_the_gate_looks_closely_only_at_levels_with_a_real_share_of_the_rows() -> None:
+    rows = {"2": 64, "3": 15, "4": 9, "5": 1, "6": 0}
+    assert focus_levels(rows, 0.1) == [2, 3, 4]
+    assert focus_levels(rows, 0.0) == [2, 3, 4, 5]
+    assert focus_levels({}, 0.1) == []
 
 
 def test_a_refused_candidate_better_on_the_dev_slice_becomes_the_rollout_sampler(

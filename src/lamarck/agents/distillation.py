@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -140,7 +140,8 @@ class Distillation:
         envs = {name: get_environment(name, sandbox=self.container.sandbox) for name in environments}
         counts = version.training_metrics.get("counts") or {}
         tasks = {name: gate_tasks(envs[name], settings.gate_per_level, settings.gate_focus_per_level,
-                                  focus=[int(level) for level in counts.get(name, {})]) for name in environments}
+                                  focus=focus_levels(counts.get(name, {}), settings.gate_focus_min_share))
+                 for name in environments}
         alpha = look_alpha(settings.gate_alpha, look, settings.gate_looks)
         if alpha <= 0.0:
             return self._refuse_unplanned(candidate, champion, trained, look)
@@ -220,6 +221,14 @@ def gate_tasks(env: Environment, per_level: int, focus_per_level: int, *, focus:
             taken[task.difficulty] = taken.get(task.difficulty, 0) + 1
             chosen.append(task)
     return chosen
+
+
+def focus_levels(rows_per_level: Mapping[str, int], min_share: float) -> list[int]:
+    """The levels the gate looks closely at: those holding at least ``min_share`` of the candidate's rows in the
+    environment. A level with a row or two is unlikely to move, and at 50 tasks a level it costs as much to gate
+    as one the job mostly trained on."""
+    total = sum(rows_per_level.values())
+    return sorted(int(level) for level, rows in rows_per_level.items() if rows > 0 and rows >= min_share * total)
 
 
 def one_line(exc: BaseException) -> str:

@@ -174,6 +174,7 @@ class TrainingSettings(BaseModel):
     seed: int = 0
     gate_per_level: int = Field(5, ge=1, le=50)  # held-out tasks per difficulty level for the gate
     gate_focus_per_level: int = Field(30, ge=1, le=50)  # ... on the levels the candidate's dataset covers
+    gate_focus_min_share: float = Field(0.1, ge=0.0, le=1.0)  # ... that hold at least this share of its rows there
     gate_alpha: float = Field(0.05, gt=0.0, lt=1.0)  # total significance over all planned looks (alpha spending)
     gate_looks: int = Field(10, ge=1)  # gate decisions planned in advance; each is tested at gate_alpha / gate_looks
     gate_effect: float = Field(0.15, gt=0.0, le=1.0)  # the pass-rate gain the gate's power is computed for
