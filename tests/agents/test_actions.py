@@ -73,6 +73,19 @@ def test_a_reply_without_an_action_is_the_answer() -> None:
     assert (action.kind, action.answer, action.implicit) == ("answer", "She has 8 + 6 = 14 stickers now.", True)
 
 
+def test_a_call_without_a_tool_name_goes_to_the_environments_tool_even_beside_skills() -> None:
+    """The teacher's prompt lists skills too; `CALL: 38 - 6 + 1` must still reach the calculator, as for the
+    student, whose only tool it is (rollouts once failed on `unknown tool '38'` until their steps ran out)."""
+    tools = {"calculate", "calculator", "reverse_words", "word_count"}
+    for reply, argument in [("CALL: 38 - 6 + 1", "38 - 6 + 1"), ("CALL: (6 - 4) + 9 = 11", "(6 - 4) + 9 = 11")]:
+        action = parse_action(reply, known_tools=tools, primary_tool="calculator")
+        assert (action.kind, action.tool, action.argument) == ("call", "calculator", argument)
+    named = parse_action("CALL tool: 19 + 6", known_tools=tools, primary_tool="calculator")
+    assert named.kind == "malformed" and "unknown tool 'tool'" in named.error
+    assert "write for example `CALL calculator: ...`" in named.error  # not `calculate`, a skill the student lacks
+    assert parse_action("CALL: 38 - 6", known_tools=tools).kind == "malformed"  # no environment tool to send it to
+
+
 def test_a_call_without_a_tool_name_goes_to_the_only_tool() -> None:
     action = parse_action("CALL: 6 + 8", known_tools={"calculator"})
     assert (action.kind, action.tool, action.argument) == ("call", "calculator", "6 + 8")

@@ -26,6 +26,7 @@ _ANSWER = re.compile(r"^\s*[*_`>]*\s*(?:FINAL\s+)?ANSWER\s*[*_`]*\s*[:=]\s*(?P<a
 _NAME_COLON = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\s*:\s*(?P<arg>.*)$", re.DOTALL)
 _NAME_PAREN = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\s*\((?P<arg>.*)\)\s*$", re.DOTALL)
 _FENCE_OPEN = re.compile(r"^\s*```")
+_NAME_START = re.compile(r"[A-Za-z_]")  # a tool name starts so; `CALL: 38 - 6` or `CALL: (2 + 3)` has none
 
 _ANSWER_KEY = r"[ \t]*[*_`>]*[ \t]*(?:FINAL[ \t]+)?ANSWER[ \t]*[*_`]*[ \t]*[:=]"
 _CALL_KEY = r"[ \t]*[*_`>]*[ \t]*(?:CALL|ACTION|TOOL)"
@@ -53,8 +54,13 @@ class Action:
     text: str = ""  # the reply up to the end of this action: what the model should have stopped after
 
 
-def parse_action(reply: str, *, known_tools: set[str] | None = None) -> Action:
+def parse_action(reply: str, *, known_tools: set[str] | None = None, primary_tool: str | None = None) -> Action:
     """The first action in a reply: a tool call or an answer; otherwise a malformed action saying why.
+
+    A call whose input starts where the tool name should be (``CALL: 38 - 6 + 1``) goes to ``primary_tool`` (the
+    environment's own tool) or, without one, to the only tool there is: the student, who sees only the
+    environment's tools, parses it that way, so the teacher, whose prompt also lists skills, must too. Error
+    messages name ``primary_tool`` in their example, never a skill the student lacks.
 
     ``text`` drops whatever the model wrote after its first action (a small model keeps going: a guessed result,
     a second call, a paragraph). The executor records only ``text``, so later steps and training rows never see
@@ -67,7 +73,7 @@ def parse_action(reply: str, *, known_tools: set[str] | None = None) -> Action:
             return Action(kind="answer", answer=text, text=_through(lines, index + used))
         call = _CALL.match(line)
         if call:
-            action, used = _call(call.group("rest").strip(), lines[index + 1 :], known_tools)
+            action, used = _call(call.group("rest").strip(), lines[index + 1 :], known_tools, primary_tool)
             return replace(action, text=_through(lines, index + used))
     if not reply.strip():
         return Action(kind="malformed", error="empty reply: use a tool with a `CALL` line or finish with `ANSWER: ...`")
@@ -78,7 +84,8 @@ def _through(lines: list[str], last: int) -> str:
     return "\n".join(lines[: last + 1]).strip()
 
 
-def _call(rest: str, following: list[str], known_tools: set[str] | None) -> tuple[Action, int]:
+def _call(rest: str, following: list[str], known_tools: set[str] | None,
+          primary_tool: str | None = None) -> tuple[Action, int]:
     """The call, and how many of the following lines it took its input from (a fenced block)."""
     rest = _undecorate_name(rest.strip(_DECORATION))
     match = _NAME_COLON.match(rest) or _NAME_PAREN.match(rest)
@@ -91,20 +98,25 @@ def _call(rest: str, following: list[str], known_tools: set[str] | None) -> tupl
     if not argument and following and _FENCE_OPEN.match(following[0]):
         argument, used = _fenced_block(following)
     if not name:
-        return Action(kind="malformed", error=f"CALL without a tool name: {_how_to_call(known_tools)}"), used
-    if known_tools is not None and name not in known_tools and len(known_tools) == 1 and match is None:
-        return Action(kind="call", tool=next(iter(known_tools)), argument=_unquote(rest.strip())), used
+        return (Action(kind="malformed", error=f"CALL without a tool name: {_how_to_call(known_tools, primary_tool)}"),
+                used)
+    if known_tools is not None and name not in known_tools and match is None:
+        nameless = primary_tool if primary_tool in known_tools and not _NAME_START.match(name) else None
+        only = next(iter(known_tools)) if len(known_tools) == 1 else None
+        if nameless or only:
+            return Action(kind="call", tool=nameless or only, argument=_unquote(rest.strip())), used
     if known_tools is not None and name not in known_tools:
         listed = ", ".join(sorted(known_tools)) or "none"
-        error = f"unknown tool {name!r}: available tools are {listed}; {_how_to_call(known_tools)}"
+        error = f"unknown tool {name!r}: available tools are {listed}; {_how_to_call(known_tools, primary_tool)}"
         return Action(kind="malformed", tool=name, error=error), used
     return Action(kind="call", tool=name, argument=_unquote(argument)), used
 
 
-def _how_to_call(known_tools: set[str] | None) -> str:
+def _how_to_call(known_tools: set[str] | None, primary_tool: str | None = None) -> str:
     if not known_tools:
         return "there are no tools here, so finish with `ANSWER: ...`"
-    return f"write for example `CALL {sorted(known_tools)[0]}: ...` or finish with `ANSWER: ...`"
+    example = primary_tool if primary_tool in known_tools else sorted(known_tools)[0]
+    return f"write for example `CALL {example}: ...` or finish with `ANSWER: ...`"
 
 
 def _undecorate_name(rest: str) -> str:

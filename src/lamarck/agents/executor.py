@@ -300,7 +300,7 @@ class Executor:
     def _advance(self, rollout: _Rollout, reply: str) -> None:
         attempt = rollout.attempt
         attempt.steps += 1
-        action = parse_action(reply, known_tools=rollout.toolbox.names)
+        action = parse_action(reply, known_tools=rollout.toolbox.names, primary_tool=rollout.toolbox.primary)
         if action.kind == "answer":
             attempt.trajectory.append(Message(role="assistant", content=action.text))
             attempt.answer = action.answer

@@ -24,6 +24,11 @@ class Toolbox:
     def names(self) -> set[str]:
         return {tool.name for tool in self.tools if tool.fn is not None} | {skill.name for skill in self.skills}
 
+    @property
+    def primary(self) -> str | None:
+        """The environment's first tool: where a call without a tool name goes, and the tool error messages name."""
+        return next((tool.name for tool in self.tools if tool.fn is not None), None)
+
     def is_skill(self, name: str) -> bool:
         return any(skill.name == name for skill in self.skills)
 
