@@ -127,7 +127,7 @@ def test_solution_hint_reveals_a_share(env):
     task = env.generate(5, random.Random(1))
     expression = task.reference["expression"]
     full = env.solution_hint(task, 1.0)
-    assert expression in full
+    assert full.endswith(f"the number the tool returns: CALL calculator: {expression}")  # nothing to copy after it
     half = env.solution_hint(task, 0.5)
     assert expression not in half and half.startswith("Start with (")
     inner = half.removeprefix("Start with (").split("), then")[0]

@@ -54,8 +54,10 @@ def solution_hint(task: TaskSpec, share: float) -> str | None:
     if not expression:
         return None
     if share >= 1.0:  # the call itself: a small model told "the value of X" tends to state a number, not compute it
-        return (f"The answer is the value of {expression}. Compute it with the tool: CALL calculator: {expression}"
-                " - then finish with ANSWER: and the number the tool returns.")
+        # The call ends the hint: with " - then finish ..." after it, the model copied that tail into the call
+        # (`CALL calculator: 3 - 1 - then finish with the answer`), and the calculator refused it.
+        return (f"The answer is the value of {expression}. Compute it with the tool, then finish with ANSWER: and "
+                f"the number the tool returns: CALL calculator: {expression}")
     try:
         root = ast.parse(expression, mode="eval").body
     except SyntaxError:
