@@ -123,6 +123,21 @@ def test_rows_that_teach_what_the_student_cannot_do_are_refused(solver: Scripted
     assert refused.value.reason == "copied_hint"
 
 
+def test_privileged_rungs_sample_cooler_than_the_harness(solver: ScriptedLLM) -> None:
+    """Copying a given solution needs no diversity: a full hint caps the temperature, the glossary does not."""
+    env = HintedArithmetic()
+    task = env.generate(3, random.Random(5))
+    harness = default_harness("arithmetic").derive(sampling={"temperature": 0.7})
+    for level, expected in [(HintLevel.FULL, 0.3), (HintLevel.GLOSSARY, 0.7)]:
+        solver.calls.clear()
+        Executor(_gateway(), {"arithmetic": env}).run(ExecutorInput(
+            tasks=[task], model_version="m", harnesses={"arithmetic": harness}, samples_per_task=1,
+            help={0: help_for(task, env, level)}))
+        temperatures = {(call.get("optional_params") or {}).get("temperature") for call in solver.calls}
+        assert temperatures == {expected}, level
+    assert help_for(task, env, HintLevel.PARTIAL).max_temperature == 0.3
+
+
 def test_help_comes_from_the_environment_or_is_refused_with_a_reason() -> None:
     env = HintedArithmetic()
     task = env.generate(4, random.Random(2))

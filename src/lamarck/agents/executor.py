@@ -93,6 +93,7 @@ class _Rollout:
     done: bool = False
     step_seed: int = 0
     skills: set[str] = field(default_factory=set)
+    max_temperature: float | None = None  # the teacher's cap at a privileged rung
 
 
 class _Tally:
@@ -215,7 +216,8 @@ class Executor:
                 failure_reason=problem,
             )
             seed = _seed(request.seed, index, sample)
-            rollouts.append(_Rollout(attempt, harness, toolbox, now, done=problem is not None, step_seed=seed))
+            rollouts.append(_Rollout(attempt, harness, toolbox, now, done=problem is not None, step_seed=seed,
+                                     max_temperature=help.max_temperature if help is not None else None))
         return rollouts
 
     def _prefetched(self, request: ExecutorInput) -> Prefetched:
@@ -276,8 +278,11 @@ class Executor:
 
     def _ask(self, rollout: _Rollout, request: ExecutorInput, n: int) -> tuple[list[str], float, tuple[int, int]]:
         sampling = rollout.harness.sampling
+        temperature = sampling.temperature
+        if rollout.max_temperature is not None:
+            temperature = min(temperature, rollout.max_temperature)
         params: dict[str, Any] = {
-            "temperature": sampling.temperature,
+            "temperature": temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens_per_step,
             "stop": STOP_SEQUENCES,
