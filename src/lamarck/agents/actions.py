@@ -101,10 +101,11 @@ def _call(rest: str, following: list[str], known_tools: set[str] | None,
         return (Action(kind="malformed", error=f"CALL without a tool name: {_how_to_call(known_tools, primary_tool)}"),
                 used)
     if known_tools is not None and name not in known_tools and match is None:
-        nameless = primary_tool if primary_tool in known_tools and not _NAME_START.match(name) else None
-        only = next(iter(known_tools)) if len(known_tools) == 1 else None
-        if nameless or only:
-            return Action(kind="call", tool=nameless or only, argument=_unquote(rest.strip())), used
+        target = next(iter(known_tools)) if len(known_tools) == 1 else None
+        if primary_tool in known_tools and not _NAME_START.match(name):
+            target = primary_tool
+        if target is not None:
+            return Action(kind="call", tool=target, argument=_unquote(rest.strip())), used
     if known_tools is not None and name not in known_tools:
         listed = ", ".join(sorted(known_tools)) or "none"
         error = f"unknown tool {name!r}: available tools are {listed}; {_how_to_call(known_tools, primary_tool)}"

@@ -54,19 +54,20 @@ def rollout_evidence(db: Database, *, run_id: str, model_version: str, harnesses
              .join(Task, Task.id == Episode.task_id)
              .where(Episode.run_id == run_id, Episode.model_version == model_version,
                     Episode.repaired_from_id.is_(None), Episode.outcome.in_(("passed", "failed"))))
-    tasks: dict[tuple[str, int], tuple[Cell, bool]] = {}
+    cells: dict[tuple[str, int], Cell] = {}  # (task, generation) -> its cell
+    solved: dict[tuple[str, int], bool] = defaultdict(bool)
     with db.session() as session:
         for task_id, environment, difficulty, outcome, episode_generation, harness_version in session.execute(query):
             if harness_version not in versions:
                 continue
             key = (task_id, episode_generation if episode_generation is not None else generation)
-            solved = tasks.get(key, ((environment, difficulty), False))[1] or outcome == "passed"
-            tasks[key] = ((environment, difficulty), solved)
+            cells[key] = (environment, difficulty)
+            solved[key] |= outcome == "passed"
     totals: dict[Cell, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for (_, task_generation), (cell, solved) in tasks.items():
-        weight = 0.5 ** (max(0, generation - task_generation) / half_life)
+    for key, cell in cells.items():
+        weight = 0.5 ** (max(0, generation - key[1]) / half_life)
         totals[cell][0] += weight
-        totals[cell][1] += weight if solved else 0.0
+        totals[cell][1] += weight if solved[key] else 0.0
     return {cell: (attempts, passes) for cell, (attempts, passes) in totals.items()}
 
 

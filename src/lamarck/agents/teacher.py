@@ -21,7 +21,7 @@ from lamarck.platform.storage.trajectory import HINT, HINT_TEXT, OBSERVATION_PRE
 PARTIAL_SHARE = 0.5
 PRIVILEGED_TEMPERATURE = 0.3
 """Sampling temperature cap at the privileged rungs. Given the whole expression at T=0.7, the base model copied it
-into a correct calculator call in about one rollout of eight (the rest garbled it: `89 - 10 + 29 - 29 = 39`); the
+into a correct calculator call in about one rollout of ten (the rest garbled it: `89 - 10 + 29 - 29 = 39`); the
 hint already supplies the solution, so diversity buys nothing there."""
 
 

@@ -6,7 +6,7 @@ below ``mastered`` greedy student success is weighted by the rows it is expected
 the student fails a task there (1 - s) times the chance the teacher solves it at some rung of its hint ladder (t,
 counted per task, not per sample). An earlier weighting, the variance t(1 - t) of the teacher's per-sample success,
 kept the batch at level 2: there unaided samples passed half the time, while at higher levels the ladder's hinted
-successes were drowned by its failed rungs, so no row ever came from a hint. Evidence is kept per (model version,
+successes were outnumbered by its failed rungs. Evidence is kept per (model version,
 harness) by the caller and decays, so the frontier moves after a promotion. A cell the teacher has not solved yet
 at any rung is "out of reach" and keeps only a small exploration weight; the first untried level above the
 highest solved one is explored.
