@@ -6,7 +6,9 @@ the critic verifies, skills are induced, and between generations a distillation 
 as the student sees them, sound passes only) trains in its own phase and its candidate goes through the gate. The
 budget includes all of it (rollouts, training, gates). Scores come from the report slice (held-out seeds, template
 families never trained on, never used for any decision), greedy under the student harness, and from a fixed file of
-hand-written arithmetic problems (the transfer probe). At the end: HumanEval pass@1 of the base and final models.
+hand-written arithmetic problems (the transfer probe). At the end: HumanEval pass@1 of the base and final models, and
+the ablation: the final champion's lineage retrained without the rows whose rollouts had privileged hints (partial or
+full reference solutions), scored on the same slices, so what the privileged teacher bought shows as a number.
 
 Writes benchmarks/results/bench_evolution.json (top-level ``summary``) and bench_evolution.png, and prints a table.
 Run: .venv/bin/python benchmarks/bench_evolution.py [--minutes 60] [--python-minutes 30] [--humaneval-limit 164]
@@ -34,6 +36,7 @@ from lamarck.platform.container import Container
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, Settings, TrainingSettings
 from lamarck.platform.storage import repositories as repo
 from lamarck.training import registry
+from lamarck.training.ablation import PRIVILEGED_HINTS, ablate
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -89,6 +92,21 @@ def humaneval_pass1(container: Container, version: str, limit: int | None) -> di
     tasks, eval_set = heldout_tasks(env, limit=limit)
     result = evaluate(container.gateway, env, tasks, version, default_harness_for(env), eval_set=eval_set)
     return {"version": version, "pass_at_1": result.score, "n_tasks": result.n_tasks, "seconds": round(result.seconds, 1)}
+
+
+def ablation_report(container: Container, final: str, environments: list[str], args: argparse.Namespace,
+                    summary: dict[str, Any]) -> dict[str, Any]:
+    """The final champion's lineage replayed without privileged-hint rows, scored like the final (report slices)."""
+    clock = time.monotonic()
+    found = ablate(container, final, dropped=PRIVILEGED_HINTS, max_steps=args.steps)
+    scores: dict[str, Any] = {}
+    if found.version is not None:
+        for env in environments:
+            scores[env] = {"final": summary[env]["final"],
+                           "ablated": report_score(container, found.version, env, args.per_level)["score"]}
+        scores["arithmetic_transfer"] = {"final": summary["arithmetic_transfer"]["final"],
+                                         "ablated": transfer_score(container, found.version)["score"]}
+    return {**found.model_dump(), "scores": scores, "minutes": round((time.monotonic() - clock) / 60, 1)}
 
 
 def champion(container: Container) -> str:
@@ -262,6 +280,8 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / ".bench-evolution"))
     parser.add_argument("--keep", action="store_true", help="reuse the work directory (resume a partial bench)")
     parser.add_argument("--out", default=str(RESULTS / "bench_evolution.json"))
+    parser.add_argument("--no-ablation", action="store_true",
+                        help="skip retraining the final lineage without privileged-hint rows")
     parser.add_argument("--report-only", action="store_true",
                         help="skip the loop: score the kept work directory's releases from its <out>.phases.json")
     args = parser.parse_args()
@@ -336,6 +356,11 @@ def main() -> None:
     }
     out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     plot(report, out.with_suffix(".png"))
+    if not args.no_ablation:  # after the report is safe on disk: the ablation trains again
+        report["ablation"] = ablation_report(container, final, environments, args, summary)
+        summary["ablation_without_privileged_hints"] = report["ablation"]["scores"]
+        report["total_minutes"] = round((time.monotonic() - clock) / 60, 1)
+        out.write_text(json.dumps(report, indent=2, default=str) + "\n")
 
     print(f"\n{'environment':<18}{'minutes':>9}  {'version':<40}{'report':>9}")
     for environment, curve in curves.items():
@@ -347,6 +372,8 @@ def main() -> None:
     print(f"transfer probe (hand-written arithmetic): base {transfer['base']:.1%} -> final {transfer['final']:.1%}")
     for name, row in humaneval.items():
         print(f"humaneval pass@1 {name:<6} {row['version']:<40}{row['pass_at_1']:>9.1%} ({row['n_tasks']} tasks)")
+    for env, pair in (report.get("ablation") or {}).get("scores", {}).items():
+        print(f"without privileged-hint rows: {env:<20} final {pair['final']:.1%} -> ablated {pair['ablated']:.1%}")
     print(f"rows by hint source: {rows_by_hint} · wrote {out} and {out.with_suffix('.png')}")
 
 
