@@ -86,9 +86,10 @@ def rollback_harness(session: Session, environment: str) -> str:
     return str(previous)
 
 
-def record_round(db: Database, output: HarnessCriticOutput, *, round_: int) -> None:
+def record_round(db: Database, output: HarnessCriticOutput, *, round_: int, run_id: str | None = None) -> None:
     """Archive every challenger under its parent (idempotent: a harness is its digest), promote the winner, and
-    note the round on the parent: what was invalid and how many task evaluations it spent."""
+    note the round on the parent: what was invalid and how many task evaluations it spent (``run_id``: the run
+    that held it, so ``round_done`` can tell a resumed run that it already has)."""
     with db.session() as session:
         parent = repo.get_harness(session, harness_id=output.champion_id)
         for result in output.challengers:
@@ -97,15 +98,16 @@ def record_round(db: Database, output: HarnessCriticOutput, *, round_: int) -> N
             record = repo.get_harness(session, harness_id=result.harness_id)
             record.eval_scores = {
                 **(record.eval_scores or {}), "source": result.source, "changed": result.changed,
-                "round": round_, "rung": result.rung,
+                "round": round_, "run": run_id, "rung": result.rung,
                 "dev": {"tasks": result.tasks, "wins": result.wins, "losses": result.losses,
                         "p_value": result.p_value, "tokens_per_task": result.tokens_per_task,
                         "champion_tokens_per_task": result.champion_tokens_per_task},
                 "decision": result.reason,
             }
         rounds = list((parent.eval_scores or {}).get("rounds", []))
-        if not any(entry.get("round") == round_ for entry in rounds):
-            rounds.append({"round": round_, "challengers": len(output.challengers), "promoted": output.promoted,
+        if not any(entry.get("round") == round_ and entry.get("run") == run_id for entry in rounds):
+            rounds.append({"round": round_, "run": run_id, "challengers": len(output.challengers),
+                           "promoted": output.promoted,
                            "tasks_evaluated": output.tasks_evaluated,
                            "groups": [g.model_dump(mode="json", exclude={"episode_ids"}) for g in output.groups],
                            "invalid": [r.model_dump(mode="json") for r in output.invalid]})
@@ -113,6 +115,15 @@ def record_round(db: Database, output: HarnessCriticOutput, *, round_: int) -> N
         if output.promoted is not None:
             winner = next(r for r in output.challengers if r.harness_id == output.promoted)
             promote_harness(session, harness_id=output.promoted, reason=winner.reason)
+
+
+def round_done(session: Session, environment: str, *, run_id: str, round_: int) -> bool:
+    """Whether ``run_id`` already recorded its round ``round_`` on ``environment`` (on whichever harness it judged)."""
+    for record in session.scalars(select(Harness).where(Harness.environment == environment)):
+        if any(entry.get("round") == round_ and entry.get("run") == run_id
+               for entry in (record.eval_scores or {}).get("rounds", [])):
+            return True
+    return False
 
 
 def lineage_rows(session: Session, environment: str | None = None) -> list[dict[str, Any]]:

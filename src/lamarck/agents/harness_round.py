@@ -64,7 +64,8 @@ def current_harness(db: Database, env: Environment, default: HarnessSpec) -> tup
 
 
 def run_round(db: Database, gateway: LLMGateway, env: Environment, *, model_version: str,
-              settings: HarnessCriticSettings, default: HarnessSpec, round_: int = 0) -> HarnessCriticOutput:
+              settings: HarnessCriticSettings, default: HarnessSpec, round_: int = 0,
+              run_id: str | None = None) -> HarnessCriticOutput:
     """One round on ``env``: champion/challenger on its development slice (training seeds), archived."""
     _, champion = current_harness(db, env, default)
     failures, replies = failure_cases(db, env.name)
@@ -75,7 +76,7 @@ def run_round(db: Database, gateway: LLMGateway, env: Environment, *, model_vers
         demonstrations=verified_examples(db, env.name), registered_tools=[tool.name for tool in env.tools()],
         round=round_,
     ))
-    record_round(db, output, round_=round_)
+    record_round(db, output, round_=round_, run_id=run_id)
     log.info("harness-critic round %d on %s: %d challengers, promoted %s", round_, env.name,
              len(output.challengers), output.promoted)
     return output

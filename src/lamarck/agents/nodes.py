@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy import select
@@ -22,7 +22,10 @@ from lamarck.agents.demonstrations import recent_demonstrations
 from lamarck.agents.executor import Executor, ExecutorInput
 from lamarck.agents.frontier_evidence import cell_evidence
 from lamarck.agents.hint_ladder import run_ladder
-from lamarck.agents.harness import HarnessSpec
+from lamarck.agents.evaluation import default_harness_for
+from lamarck.agents.harness import HarnessSpec, load_harness
+from lamarck.agents.harness_archive import promoted_harness, round_done
+from lamarck.agents.harness_round import run_round
 from lamarck.agents.runs import RunConfig, derived_seed, episode_key_prefix, task_id_for
 from lamarck.agents.skill_review import review_skills
 from lamarck.agents.teacher import HintLevel
@@ -34,6 +37,7 @@ from lamarck.memory.embedding_stats import EmbeddingCost, stats_of
 from lamarck.memory.lessons import LessonStore
 from lamarck.platform.events import BusEvent, EventBus
 from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.settings import HarnessCriticSettings
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Episode, Lesson, Task
@@ -69,9 +73,10 @@ class RunAgents:
     library: SkillLibrary
     lessons: LessonStore | None
     config: RunConfig
-    harnesses: dict[str, HarnessSpec]
+    harnesses: dict[str, HarnessSpec]  # the harness each environment's episodes run under now
     budget_left: Callable[[str, float], str | None]  # (run id, active seconds) -> why the budget is spent, or None
     listener: LoopListener | None = None
+    harness_critic: HarnessCriticSettings = field(default_factory=HarnessCriticSettings)
 
 
 def _key_order(key: str) -> tuple[int, int]:
@@ -112,12 +117,13 @@ class LoopNodes:
     def __init__(self, agents: RunAgents) -> None:
         self.a = agents
 
-    # propose -> execute -> critique -> (induce | assess) -> record
+    # propose -> execute -> critique -> (induce | assess) -> record [-> improve_harness]
 
     @timed("propose")
     def propose(self, state: RunState) -> dict[str, Any]:
         run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
         started_at = time.time()
+        self._follow_promoted_harnesses()
         items = self._stored_tasks(run_id, generation)
         seconds = 0.0
         if items is None:
@@ -320,9 +326,37 @@ class LoopNodes:
         prompts = [item["spec"]["prompt"] for item in state["tasks"]]
         return {
             "generation": generation + 1,
+            "episodes_done": state.get("episodes_done", 0) + len(state["episode_ids"]),
             "recent_prompts": (state.get("recent_prompts", []) + prompts)[-RECENT_PROMPTS:],
             "recent_failures": (failures + state.get("recent_failures", []))[:RECENT_FAILURES],
         }
+
+    @timed("improve_harness")
+    def improve_harness(self, state: RunState) -> dict[str, Any]:
+        """A harness-critic round on each environment whose harness the run does not pin, with the model the gate
+        judges (the champion). A round already archived for this run (killed before its checkpoint) is not held
+        again; the next generation's episodes run under whatever each round promoted."""
+        run_id, cfg = state["run_id"], self.a.config
+        round_ = state.get("harness_rounds", 0)
+        model_version = self._champion_version()
+        clock = time.perf_counter()
+        for name, env in self.a.environments.items():
+            if name in cfg.harnesses:
+                continue
+            with self.a.db.session() as session:
+                if round_done(session, name, run_id=run_id, round_=round_):
+                    continue
+            out = run_round(self.a.db, self.a.gateway, env, model_version=model_version,
+                            settings=self.a.harness_critic, default=default_harness_for(env), round_=round_,
+                            run_id=run_id)
+            self._emit("harness_round", run_id, generation=state["generation"], environment=name, round=round_,
+                       model_version=model_version, champion=out.champion_id, promoted=out.promoted,
+                       challengers=len(out.challengers), invalid=len(out.invalid),
+                       tasks_evaluated=out.tasks_evaluated)
+        seconds = time.perf_counter() - clock
+        self._follow_promoted_harnesses()
+        return {"harness_rounds": max(round_ + 1, state.get("episodes_done", 0) // cfg.harness_critic_every),
+                "agent_seconds": {"improve_harness": seconds}}
 
     # the ends of a run
 
@@ -343,9 +377,35 @@ class LoopNodes:
     def after_record(self, state: RunState) -> str:
         if state["generation"] >= self.a.config.generations:
             return "finish"
+        if self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)):
+            return "exhausted"
+        return "improve_harness" if self._harness_round_due(state) else "propose"
+
+    def after_harness(self, state: RunState) -> str:
         return "exhausted" if self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)) else "propose"
 
+    def _harness_round_due(self, state: RunState) -> bool:
+        every = self.a.config.harness_critic_every
+        return every > 0 and state.get("episodes_done", 0) >= (state.get("harness_rounds", 0) + 1) * every
+
     # helpers
+
+    def _champion_version(self) -> str:
+        if not self.a.config.follow_champion:
+            return self.a.config.model_version
+        with self.a.db.session() as session:
+            return registry.champion(session)
+
+    def _follow_promoted_harnesses(self) -> None:
+        """Each environment the run does not pin runs under its promoted harness (the harness-critic's or
+        `lamarck harness promote`'s), from the next episode on."""
+        with self.a.db.session() as session:
+            for name in self.a.environments:
+                if name in self.a.config.harnesses:
+                    continue
+                found = promoted_harness(session, name)
+                if found is not None and found != self.a.harnesses[name].version_id:
+                    self.a.harnesses[name] = load_harness(session, harness_id=found)
 
     def _end(self, state: RunState, status: str, event: str, reason: str | None) -> None:
         run_id = state["run_id"]

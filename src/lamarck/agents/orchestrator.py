@@ -2,7 +2,9 @@
 
     propose -> execute -> critique -> (induce skills | assess: profile, skill credit) -> record
        ^                                                                                   |
-       +------------------------ next generation, while within budget --------------------+
+       |                       every K episodes: improve_harness (the harness-critic) <----+
+       |                                            |                                      |
+       +--------------------------------------------+---- next generation, within budget --+
 
 The graph's thread id is the run id. ``Orchestrator.run`` drives a run from its checkpoint (or
 from the start), checks between nodes whether a stop was requested, and records the run's
@@ -28,6 +30,7 @@ from lamarck.agents.curriculum_proposer import CurriculumProposer
 from lamarck.agents.executor import Executor
 from lamarck.agents.evaluation import default_harness_for
 from lamarck.agents.harness import HarnessSpec, load_harness
+from lamarck.agents.harness_archive import promoted_harness
 from lamarck.agents.nodes import LoopListener, LoopNodes, RunAgents
 from lamarck.agents.runs import (
     RunConfig,
@@ -48,6 +51,7 @@ from lamarck.curriculum.registry import get_environment
 from lamarck.memory.lessons import LessonStore
 from lamarck.platform.events import EventBus
 from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.settings import HarnessCriticSettings
 from lamarck.platform.sandbox import Sandbox
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -55,7 +59,7 @@ from lamarck.skills_library.library import SkillLibrary
 
 log = logging.getLogger(__name__)
 
-SUPERSTEPS_PER_GENERATION = 5
+SUPERSTEPS_PER_GENERATION = 6  # propose, execute, critique, induce | assess, record, improve_harness
 
 
 def build_graph(nodes: LoopNodes) -> StateGraph:
@@ -66,6 +70,7 @@ def build_graph(nodes: LoopNodes) -> StateGraph:
     graph.add_node("induce", nodes.induce)
     graph.add_node("assess", nodes.assess)
     graph.add_node("record", nodes.record)
+    graph.add_node("improve_harness", nodes.improve_harness)
     graph.add_node("finish", nodes.finish)
     graph.add_node("exhausted", nodes.exhausted)
 
@@ -75,7 +80,8 @@ def build_graph(nodes: LoopNodes) -> StateGraph:
     graph.add_edge("critique", "induce")
     graph.add_edge("critique", "assess")
     graph.add_edge(["induce", "assess"], "record")
-    graph.add_conditional_edges("record", nodes.after_record, ["propose", "finish", "exhausted"])
+    graph.add_conditional_edges("record", nodes.after_record, ["propose", "improve_harness", "finish", "exhausted"])
+    graph.add_conditional_edges("improve_harness", nodes.after_harness, ["propose", "exhausted"])
     graph.add_edge("finish", END)
     graph.add_edge("exhausted", END)
     return graph
@@ -93,6 +99,7 @@ class Services:
     lessons: LessonStore | None = None
     default_concurrency: int = 32
     seed_builtins: bool = True  # add the built-in skills before a run (verified once per database, then a no-op)
+    harness_critic: HarnessCriticSettings = field(default_factory=HarnessCriticSettings)
     bus: EventBus = field(init=False)
 
     def __post_init__(self) -> None:
@@ -111,7 +118,7 @@ def open_services(container: Any) -> Iterator[Services]:
         library = SkillLibrary(container.db, container.sandbox, memory)
         yield Services(db=container.db, gateway=container.gateway, sandbox=container.sandbox,
                        data_dir=settings.data_dir, library=library, lessons=lessons,
-                       default_concurrency=settings.engine.max_batch_size)
+                       default_concurrency=settings.engine.max_batch_size, harness_critic=settings.harness_critic)
     finally:
         memory.close()
 
@@ -175,7 +182,7 @@ class Orchestrator:
             if not snapshot.values:
                 state_in = {"run_id": run_id, "config": config.model_dump(mode="json"), "generation": 0,
                             "recent_prompts": [], "recent_failures": [], "timings": {}, "agent_seconds": {},
-                            "active_seconds": 0.0}
+                            "active_seconds": 0.0, "episodes_done": 0, "harness_rounds": 0}
             self._emit("run_resumed" if resumed else "run_started", run_id, config=config.model_dump(mode="json"),
                        next=list(snapshot.next), generation=snapshot.values.get("generation", 0))
             stopped = False
@@ -238,16 +245,20 @@ class Orchestrator:
             harnesses=self._harnesses(config),
             budget_left=lambda run_id, seconds: self.budget_spent(run_id, config, seconds),
             listener=self.listener,
+            harness_critic=s.harness_critic,
         )
         if s.seed_builtins:
             s.library.ensure_builtins()
         return build_graph(LoopNodes(agents)).compile(checkpointer=saver)
 
     def _harnesses(self, config: RunConfig) -> dict[str, HarnessSpec]:
+        """Per environment: the harness the config pins, else the archive's promoted one, else the default."""
         harnesses = {name: default_harness_for(get_environment(name)) for name in config.environments}
         with self.services.db.session() as session:
-            for name, harness_id in config.harnesses.items():
-                harnesses[name] = load_harness(session, harness_id=harness_id)
+            for name in config.environments:
+                harness_id = config.harnesses.get(name) or promoted_harness(session, name)
+                if harness_id is not None:
+                    harnesses[name] = load_harness(session, harness_id=harness_id)
         return harnesses
 
     def budget_spent(self, run_id: str, config: RunConfig, active_seconds: float) -> str | None:

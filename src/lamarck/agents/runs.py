@@ -65,6 +65,7 @@ class RunConfig(BaseModel):
     concurrency: int | None = Field(None, ge=1, le=1024)  # executor threads; None: the engine's max batch size
     hints: list[HintLevel] = Field(default_factory=lambda: list(LADDER))  # the teacher's ladder; ["none"]: no help
     frontier: Literal["learnable", "thompson"] = "learnable"  # how the proposer picks cells
+    harness_critic_every: int = Field(0, ge=0, le=1_000_000)  # episodes between harness-critic rounds; 0: none
 
     @field_validator("environments")
     @classmethod

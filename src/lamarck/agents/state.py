@@ -53,8 +53,10 @@ class RunState(TypedDict, total=False):
     active_seconds: Annotated[float, operator.add]  # wall time spent in nodes over the whole run
     embedding_seconds: Annotated[dict[str, float], merge]  # node -> seconds in the embedding model, this generation
     embedded_texts: Annotated[dict[str, int], merge]  # node -> texts the embedding model embedded, this generation
+    episodes_done: int  # attempts recorded over the whole run (the harness-critic's clock)
+    harness_rounds: int  # harness-critic rounds the run has held; the next one is numbered this
     outcome: str  # finished | budget_exhausted, set by the last node
 
 
-NODES = ("propose", "execute", "critique", "induce", "assess", "record")
-GATED = ("propose", "execute", "critique", "record")  # a stop request is honoured after these
+NODES = ("propose", "execute", "critique", "induce", "assess", "record", "improve_harness")
+GATED = ("propose", "execute", "critique", "record", "improve_harness")  # a stop request is honoured after these
