@@ -77,12 +77,25 @@ def test_evolve_then_runs_list_show_events_and_resume_refused(scripted: Path) ->
     assert _runs(scripted) == 1
 
 
+def test_evolve_holds_harness_critic_rounds_when_asked(scripted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {"DEV_PER_LEVEL": "1", "KNOB_PROPOSALS": "1", "DEMONSTRATION_PROPOSALS": "0",
+                       "REWRITE_PROPOSALS": "0", "EARLY_TASKS": "2", "BUDGET_TASKS": "30"}.items():
+        monkeypatch.setenv(f"LAMARCK_HARNESS_CRITIC__{key}", value)
+    result = runner.invoke(app, ["evolve", "--env", "arithmetic", "--generations", "2", "--batch", "3",
+                                 "--samples", "1", "--llm-share", "0", "--harness-every", "3"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "harness-critic round 0 on arithmetic: 1 challengers" in said, said
+    assert "finished after 2 generation(s)" in said, said
+
+
 def test_bad_input_is_one_line_and_changes_nothing(scripted: Path) -> None:
     _one_line_error(["evolve", "--env", "chess"], "unknown environment 'chess'")
     _one_line_error(["evolve", "--env", "humaneval"], "evaluation-only")
     _one_line_error(["evolve", "--max-tokens", "-5"], "budget.max_tokens")
     _one_line_error(["evolve", "--max-seconds", "-1"], "budget.max_seconds")
     _one_line_error(["evolve", "--batch", "0"], "batch_size")
+    _one_line_error(["evolve", "--harness-every", "-1"], "harness_critic_every")
     _one_line_error(["evolve", "--harness", "arithmetic"], "ENV=HARNESS_VERSION")
     _one_line_error(["runs", "resume", "0" * 32], "no run")
     _one_line_error(["runs", "stop", "0" * 32], "no run")

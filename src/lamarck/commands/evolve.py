@@ -60,6 +60,8 @@ def evolve(
     sampler: Annotated[str, typer.Option(
         help="Who rolls out while following the champion: better_candidate (a refused candidate that beat it "
              "on the development slice) or champion.")] = "better_candidate",
+    harness_every: Annotated[int, typer.Option(
+        help="Hold a harness-critic round every N episodes (0: never); its winner runs the next episodes.")] = 0,
     name: Annotated[str, typer.Option(help="A name for the run.")] = "",
     distill: Annotated[bool | None, typer.Option(
         help="Queue distillation between generations and gate its candidates (default: training.schedule).")] = None,
@@ -97,7 +99,8 @@ def evolve(
                 "llm_share": llm_share,
                 "budget": {"max_tokens": max_tokens, "max_seconds": max_seconds, "max_cost_usd": max_cost},
                 "judge": judge, "repair": repair, "induce_skills": induce, "concurrency": concurrency,
-                "frontier": frontier, "rollout_sampler": sampler, **({"hints": hints} if hints else {}),
+                "frontier": frontier, "rollout_sampler": sampler, "harness_critic_every": harness_every,
+                **({"hints": hints} if hints else {}),
             })
             validate_config(config, container.db, container.gateway)  # before the memory is opened or a run written
             scheduling = container.settings.training.schedule if distill is None else distill
@@ -167,6 +170,12 @@ class LiveProgress:
 
             self.progress.advance(self.task)
             self.progress.console.print(summary_table(GenerationSummary.model_validate(payload)))
+        elif event.type == "harness_round":
+            winner = payload["promoted"] or "none, the champion harness stays"
+            self.progress.console.print(
+                f"  harness-critic round {payload['round']} on {payload['environment']}: {payload['challengers']} "
+                f"challengers, {payload['invalid']} invalid, {payload['tasks_evaluated']} task evaluations · "
+                f"promoted: {winner}", highlight=False, markup=False)
         elif event.type in ("budget_exhausted", "run_stopped", "run_failed") and payload.get("reason"):
             self.progress.console.print(f"{event.type.replace('_', ' ')}: {payload['reason']}")
 
