@@ -23,6 +23,10 @@ from lamarck.platform.storage.database import Database
 
 log = logging.getLogger(__name__)
 
+# litellm prints a provider-list banner to stdout each time it prices a model it has no table entry for (every
+# call to a custom or self-hosted route); it interleaves with the CLI's output and says nothing about the call.
+litellm.suppress_debug_info = True
+
 TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     litellm.exceptions.RateLimitError,
     litellm.exceptions.APIConnectionError,
