@@ -101,13 +101,15 @@ def models_list() -> None:
 
         with container_from_settings() as container, container.db.session() as session:
             versions = repo.list_model_versions(session)
-            table = Table("version", "base", "parent", "status", "adapter", "created")
+            table = Table("version", "base", "parent", "status", "gated with harness", "adapter", "created")
             for version in versions:
+                harnesses = (version.eval_scores or {}).get("gate_harnesses") or {}
                 table.add_row(
                     version.id,
                     version.base,
                     version.parent_id or "-",
                     version.status,
+                    ", ".join(f"{env} {harness}" for env, harness in sorted(harnesses.items())) or "-",
                     version.adapter_path or "-",
                     version.created_at.strftime("%Y-%m-%d %H:%M"),
                 )
