@@ -200,6 +200,7 @@ def test_a_refused_candidate_better_on_the_dev_slice_becomes_the_rollout_sampler
         with sqlite_db.session() as session:
             scores = repo.get_model_version(session, version_id="smollm2-135m-ft-unproven").eval_scores
             assert scores["dev_better"] is True and scores["dev"]["wins"] == len(dev) and "gate" in scores
+            assert scores["gate_harnesses"] == {"arithmetic": default_harness_for(envs["arithmetic"]).version_id}
             assert registry.rollout_sampler(session) == "smollm2-135m-ft-unproven"
             assert registry.champion(session) == "smollm2-135m"
     finally:

@@ -32,7 +32,7 @@ def _task(db: Database, difficulty: int, seed: int) -> tuple[str, str, str]:
 
 
 def _episode(db: Database, task_id: str, prompt: str, expression: str, *, hint: str | None = None,
-             guess: bool = False, variant: int = 0) -> str:
+             guess: bool = False, variant: int = 0, harness: str | None = None) -> str:
     from lamarck.curriculum.calculator import calculate, format_number
 
     value = format_number(calculate(expression))
@@ -52,7 +52,7 @@ def _episode(db: Database, task_id: str, prompt: str, expression: str, *, hint: 
     with db.session() as session:
         return repo.record_episode(session, task_id=task_id, model_version="smollm2-135m",
                                    trajectory=Trajectory(messages=messages), outcome="passed",
-                                   answer=f"ANSWER: {value}").id
+                                   answer=f"ANSWER: {value}", harness_version=harness).id
 
 
 def _build(db: Database, **settings: object):  # type: ignore[no-untyped-def]
@@ -86,3 +86,19 @@ def test_at_most_two_rows_per_task_and_anchor_rows_capped(sqlite_db: Database) -
     assert dataset.dropped["over_anchor_share"] == 8
     wider = _build(sqlite_db, rows_per_task=2, anchor_levels=1, anchor_share=0.5)
     assert wider.counts() == {"arithmetic": {"1": 2, "3": 2}}
+
+
+def test_after_a_harness_promotion_only_episodes_under_it_become_rows(sqlite_db: Database) -> None:
+    before, before_prompt, before_expression = _task(sqlite_db, 3, seed=30)
+    after, after_prompt, after_expression = _task(sqlite_db, 3, seed=31)
+    _episode(sqlite_db, before, before_prompt, before_expression, harness="h-root")
+    kept = _episode(sqlite_db, after, after_prompt, after_expression, harness="h-better")
+    assert len(_build(sqlite_db, anchor_levels=0).rows) == 2  # nothing promoted: every harness's episodes count
+    with sqlite_db.session() as session:
+        repo.add_harness(session, harness_id="h-better", spec={}, digest="d", environment="arithmetic",
+                         status="promoted")
+        repo.add_harness(session, harness_id="h-string", spec={}, digest="e", environment="string_ops",
+                         status="promoted")
+    dataset = _build(sqlite_db, anchor_levels=0)
+    assert [row.episode_id for row in dataset.rows] == [kept]
+    assert dataset.dropped["older_harness"] == 1

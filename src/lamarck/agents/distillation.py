@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from lamarck.agents.evaluation import default_harness_for, gate_evaluator
+from lamarck.agents.evaluation import gate_evaluator, release_harness
 from lamarck.agents.student_check import student_view_check
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.heldout import dev_set, heldout_set
@@ -74,8 +74,8 @@ class Distillation:
             return None
         built = {name: get_environment(name, sandbox=self.container.sandbox) for name in list_environments()}
         environments = {name: env for name, env in built.items() if env.training_allowed}
-        check = student_view_check(self.container.db, environments,
-                                   lambda name: default_harness_for(environments[name]))
+        served = {name: release_harness(self.container.db, env) for name, env in environments.items()}
+        check = student_view_check(self.container.db, environments, served.__getitem__)
         result = maybe_schedule_distillation(self.container, self.send, bus=self.bus, check=check)
         if result.scheduled and result.job is not None:
             self.jobs.append(result.job)
@@ -155,6 +155,10 @@ class Distillation:
             environments=environments, trained_environments=trained, per_level=settings.gate_per_level,
             alpha=alpha, tolerance=settings.gate_tolerance, bus=self.bus, tasks=tasks, look=look, power=power,
         )
+        gated_under = {name: release_harness(self.container.db, env).version_id for name, env in envs.items()}
+        with self.container.db.session() as session:  # a release is the model with the harnesses it was gated under
+            registry.record_decision(session, version_id=candidate, reason=decision.reason,
+                                     scores={"gate_harnesses": gated_under})
         verdict = "promoted" if decision.promote else "kept as candidate"
         self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
         if not decision.promote and trained:

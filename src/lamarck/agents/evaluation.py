@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from lamarck.agents.executor import MODEL_CALL_FAILED, Executor, ExecutorInput
-from lamarck.agents.harness import DEFAULT_ANSWER_FORMATS, HarnessSpec, default_harness
+from lamarck.agents.harness import DEFAULT_ANSWER_FORMATS, HarnessSpec, default_harness, load_harness, promoted_harness
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec
 from lamarck.curriculum.heldout import Slice, heldout_set, set_name
 from lamarck.platform.llm.gateway import LLMGateway
@@ -44,6 +44,14 @@ class EvaluationResult(BaseModel):
     tokens: list[int] = Field(default_factory=list)  # per task, in order: prompt and completion tokens of its samples
     seconds: float = 0.0
     evaluation_id: str | None = None
+
+
+def release_harness(db: Database, env: Environment) -> HarnessSpec:
+    """The harness ``env``'s release is served with: its promoted harness, else its default. The executor, the gate
+    and the distillation check all read it here, so the student is trained and judged on what it is served."""
+    with db.session() as session:
+        found = promoted_harness(session, env.name)
+        return load_harness(session, harness_id=found) if found is not None else default_harness_for(env)
 
 
 def default_harness_for(env: Environment) -> HarnessSpec:
@@ -161,7 +169,7 @@ def gate_evaluator(
     gateway: LLMGateway, environments: dict[str, Environment], db: Database | None = None, *, slice_: Slice = "gate"
 ) -> Callable[[str, str, Sequence[TaskSpec]], list[bool]]:
     """The distillation gate's evaluator: pass/fail per held-out task (or, with ``slice_="dev"``, per development
-    task), in order, under the default harness.
+    task), in order, under the environment's release harness (its promoted harness; the default without ``db``).
 
     With ``db``, every evaluation is stored and an earlier one of the same model, harness and tasks is reused:
     the champion is evaluated once, not once per candidate, so every candidate meets the same record (greedy
@@ -170,7 +178,7 @@ def gate_evaluator(
 
     def evaluator(model_version: str, environment: str, tasks: Sequence[TaskSpec]) -> list[bool]:
         env = environments[environment]
-        harness = default_harness_for(env)
+        harness = release_harness(db, env) if db is not None else default_harness_for(env)
         eval_set = f"{set_name(env.name, slice_=slice_)}/{slice_}@{tasks_digest(tasks)[:12]}"
         per_task: dict[str, float] | None = None
         if db is not None:

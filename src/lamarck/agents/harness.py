@@ -14,9 +14,11 @@ from importlib.resources import files
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.records import Harness
 
 
 class FewShotExample(BaseModel):
@@ -139,6 +141,14 @@ def save_harness(
         rationale=rationale,
     )
     return spec.version_id
+
+
+def promoted_harness(session: Session, environment: str) -> str | None:
+    """The id of ``environment``'s promoted harness (the one its release is served with), if any was promoted."""
+    query = (select(Harness).where(Harness.environment == environment, Harness.status == "promoted")
+             .order_by(Harness.created_at.desc()).limit(1))
+    found = session.scalar(query)
+    return found.id if found is not None else None
 
 
 def load_harness(session: Session, *, harness_id: str) -> HarnessSpec:

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from lamarck.agents.harness import HarnessSpec, load_harness, save_harness
+from lamarck.agents.harness import HarnessSpec, load_harness, promoted_harness, save_harness
 from lamarck.agents.harness_critic import HarnessCriticOutput
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -49,13 +49,6 @@ def diff(a: HarnessSpec, b: HarnessSpec) -> HarnessDiff:
     return HarnessDiff(a=a.version_id, b=b.version_id, knobs=knobs, prompt=prompt,
                        examples=(min(a.few_shot.count, len(a.few_shot.examples)),
                                  min(b.few_shot.count, len(b.few_shot.examples))))
-
-
-def promoted_harness(session: Session, environment: str) -> str | None:
-    query = (select(Harness).where(Harness.environment == environment, Harness.status == "promoted")
-             .order_by(Harness.created_at.desc()).limit(1))
-    found = session.scalar(query)
-    return found.id if found is not None else None
 
 
 def promote_harness(session: Session, *, harness_id: str, reason: str) -> None:

@@ -22,9 +22,9 @@ from lamarck.agents.demonstrations import recent_demonstrations
 from lamarck.agents.executor import Executor, ExecutorInput
 from lamarck.agents.frontier_evidence import cell_evidence
 from lamarck.agents.hint_ladder import run_ladder
-from lamarck.agents.evaluation import default_harness_for
-from lamarck.agents.harness import HarnessSpec, load_harness
-from lamarck.agents.harness_archive import promoted_harness, round_done
+from lamarck.agents.evaluation import default_harness_for, release_harness
+from lamarck.agents.harness import HarnessSpec
+from lamarck.agents.harness_archive import round_done
 from lamarck.agents.harness_round import run_round
 from lamarck.agents.runs import RunConfig, derived_seed, episode_key_prefix, task_id_for
 from lamarck.agents.skill_review import review_skills
@@ -397,15 +397,11 @@ class LoopNodes:
             return registry.champion(session)
 
     def _follow_promoted_harnesses(self) -> None:
-        """Each environment the run does not pin runs under its promoted harness (the harness-critic's or
-        `lamarck harness promote`'s), from the next episode on."""
-        with self.a.db.session() as session:
-            for name in self.a.environments:
-                if name in self.a.config.harnesses:
-                    continue
-                found = promoted_harness(session, name)
-                if found is not None and found != self.a.harnesses[name].version_id:
-                    self.a.harnesses[name] = load_harness(session, harness_id=found)
+        """Each environment the run does not pin runs under its release harness (promoted by the harness-critic or
+        `lamarck harness promote`), from the next episode on."""
+        for name, env in self.a.environments.items():
+            if name not in self.a.config.harnesses:
+                self.a.harnesses[name] = release_harness(self.a.db, env)
 
     def _end(self, state: RunState, status: str, event: str, reason: str | None) -> None:
         run_id = state["run_id"]

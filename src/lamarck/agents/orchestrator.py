@@ -28,9 +28,8 @@ from lamarck.agents.checkpoints import open_checkpointer
 from lamarck.agents.critic import Critic
 from lamarck.agents.curriculum_proposer import CurriculumProposer
 from lamarck.agents.executor import Executor
-from lamarck.agents.evaluation import default_harness_for
+from lamarck.agents.evaluation import release_harness
 from lamarck.agents.harness import HarnessSpec, load_harness
-from lamarck.agents.harness_archive import promoted_harness
 from lamarck.agents.nodes import LoopListener, LoopNodes, RunAgents
 from lamarck.agents.runs import (
     RunConfig,
@@ -252,13 +251,11 @@ class Orchestrator:
         return build_graph(LoopNodes(agents)).compile(checkpointer=saver)
 
     def _harnesses(self, config: RunConfig) -> dict[str, HarnessSpec]:
-        """Per environment: the harness the config pins, else the archive's promoted one, else the default."""
-        harnesses = {name: default_harness_for(get_environment(name)) for name in config.environments}
+        """Per environment: the harness the config pins, else the one its release is served with."""
+        harnesses = {name: release_harness(self.services.db, get_environment(name)) for name in config.environments}
         with self.services.db.session() as session:
-            for name in config.environments:
-                harness_id = config.harnesses.get(name) or promoted_harness(session, name)
-                if harness_id is not None:
-                    harnesses[name] = load_harness(session, harness_id=harness_id)
+            for name, harness_id in config.harnesses.items():
+                harnesses[name] = load_harness(session, harness_id=harness_id)
         return harnesses
 
     def budget_spent(self, run_id: str, config: RunConfig, active_seconds: float) -> str | None:

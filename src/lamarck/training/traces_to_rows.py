@@ -111,7 +111,10 @@ def build_dataset(
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> DistillationSet:
-    """Rows from passed episodes (native and critic-repaired) recorded after ``since`` and up to ``until``."""
+    """Rows from passed episodes (native and critic-repaired) recorded after ``since`` and up to ``until``.
+
+    Where an environment has a promoted harness, only episodes run under it count: the student is served that
+    harness, and a row opens with what its episode's harness showed (``older_harness`` counts the others)."""
     query = select(Episode, Task).join(Task, Task.id == Episode.task_id).order_by(Episode.created_at, Episode.id)
     query = query.where(Episode.outcome.in_(("passed", "failed")))
     if since is not None:
@@ -119,6 +122,7 @@ def build_dataset(
     if until is not None:
         query = query.where(Episode.created_at <= until)
     found = list(session.execute(query).tuples())
+    served = repo.promoted_harness_ids(session)
     dropped: dict[str, int] = defaultdict(int)
     passed: list[tuple[Episode, Task]] = []
     failed: dict[str, list[Episode]] = defaultdict(list)
@@ -127,6 +131,9 @@ def build_dataset(
         latest = episode.created_at if latest is None or episode.created_at > latest else latest
         if is_heldout(task.environment, task.prompt):
             dropped["heldout_task"] += 1
+            continue
+        if task.environment in served and episode.harness_version != served[task.environment]:
+            dropped["older_harness"] += 1
             continue
         if episode.outcome == "passed":
             if episode.repaired_from_id is not None and settings.repaired_weight == 0.0:

@@ -378,6 +378,14 @@ def add_harness(
     return harness
 
 
+def promoted_harness_ids(session: Session) -> dict[str, str]:
+    """Environment -> the id of its promoted harness, for the environments that have one."""
+    rows = session.execute(select(Harness.environment, Harness.id).where(Harness.status == "promoted",
+                                                                        Harness.environment.is_not(None))
+                           .order_by(Harness.created_at))
+    return {environment: harness_id for environment, harness_id in rows}
+
+
 def get_harness(session: Session, *, harness_id: str) -> Harness:
     harness = session.get(Harness, harness_id)
     if harness is None:
