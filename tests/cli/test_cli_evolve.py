@@ -130,3 +130,25 @@ def test_eval_is_repeatable_and_stored(scripted: Path) -> None:
     assert a.per_task == b.per_task and a.score == b.score and a.n_tasks == 9
     assert h.environment == "humaneval" and h.n_tasks == 2 and h.score == 0.0
     assert f"score {a.score:.3f}" in first.output
+
+
+def test_eval_judges_the_release_harness_unless_told_otherwise(scripted: Path) -> None:
+    from lamarck.agents.evaluation import default_harness_for
+    from lamarck.agents.harness import save_harness
+    from lamarck.agents.harness_archive import promote_harness
+    from lamarck.curriculum.registry import get_environment
+
+    assert runner.invoke(app, ["eval", "--env", "arithmetic", "--per-level", "1"]).exit_code == 0  # makes the db
+    default = default_harness_for(get_environment("arithmetic"))
+    served = default.derive(step_budget=default.step_budget + 1)
+    db = Database(f"sqlite:///{scripted / 'lamarck.db'}")
+    try:
+        with db.session() as session:
+            save_harness(session, served, parent_id=save_harness(session, default, status="promoted"))
+            promote_harness(session, harness_id=served.version_id, reason="test")
+    finally:
+        db.dispose()
+    release = runner.invoke(app, ["eval", "--env", "arithmetic", "--per-level", "1"])
+    assert release.exit_code == 0 and f"harness{served.version_id}" in "".join(release.output.split())
+    root = runner.invoke(app, ["eval", "--env", "arithmetic", "--per-level", "1", "--harness", "default"])
+    assert root.exit_code == 0 and f"harness{default.version_id}" in "".join(root.output.split())

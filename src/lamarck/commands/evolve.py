@@ -329,13 +329,15 @@ def runs_events(
 def eval_command(
     env: Annotated[str, typer.Option("--env", help="Environment whose held-out set to run (or humaneval).")] = "arithmetic",
     model: Annotated[str | None, typer.Option(help="Model version (default: the champion).")] = None,
-    harness: Annotated[str, typer.Option(help="Harness version id, or 'default'.")] = "default",
+    harness: Annotated[str, typer.Option(
+        help="Harness version id, 'release' (the environment's promoted harness, as served) or 'default'.")] = "release",
     per_level: Annotated[int, typer.Option(help="Held-out tasks per difficulty level (1..50).")] = 5,
     samples: Annotated[int, typer.Option(help="Greedy attempts per task.")] = 1,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks of the set (e.g. for humaneval).")] = None,
     version: Annotated[str | None, typer.Option(help="Held-out set version (default: the environment's current).")] = None,
 ) -> None:
-    """Evaluate a model version under a harness version on a fixed held-out set; stores an Evaluation."""
+    """Evaluate a release (by default the champion under its served harness), or any model and harness version, on a
+    fixed held-out set; stores an Evaluation."""
 
     def body() -> None:
         from lamarck.agents.evaluation import evaluate, heldout_tasks, store_evaluation
@@ -367,7 +369,7 @@ def eval_command(
 
 
 def _eval_inputs(container: Container, env: str, model: str | None, harness: str) -> tuple[Any, str, Any]:
-    from lamarck.agents.evaluation import default_harness_for
+    from lamarck.agents.evaluation import default_harness_for, release_harness
     from lamarck.agents.harness import load_harness
     from lamarck.curriculum.registry import get_environment
     from lamarck.platform.llm.gateway import LOCAL_PREFIX
@@ -382,7 +384,12 @@ def _eval_inputs(container: Container, env: str, model: str | None, harness: str
             model = champion.id if champion is not None else DEFAULT_MODEL_VERSION
         if route.model.startswith(LOCAL_PREFIX) and route.api_base is None:
             repo.get_model_version(session, version_id=model)
-        spec = default_harness_for(environment) if harness == "default" else load_harness(session, harness_id=harness)
+        if harness not in ("default", "release"):
+            spec = load_harness(session, harness_id=harness)
+    if harness == "default":
+        spec = default_harness_for(environment)
+    elif harness == "release":
+        spec = release_harness(container.db, environment)
     if spec.environment not in (None, environment.name):
         raise UserError(f"harness {harness} is for {spec.environment}, not {environment.name}")
     return environment, model, spec
