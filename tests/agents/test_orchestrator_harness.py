@@ -13,7 +13,7 @@ from sqlalchemy import select
 from lamarck.agents import nodes
 from lamarck.agents.evaluation import default_harness_for
 from lamarck.agents.harness import save_harness
-from lamarck.agents.harness_archive import promote_harness, round_done
+from lamarck.agents.harness_archive import lineage_rows, promote_harness, round_done
 from lamarck.curriculum.registry import get_environment
 from lamarck.platform.settings import HarnessCriticSettings
 from lamarck.platform.storage.database import Database
@@ -63,6 +63,12 @@ def test_a_round_runs_every_k_episodes_and_is_archived_under_the_run(sqlite_db: 
         assert round_done(session, "arithmetic", run_id=run_id, round_=0)
         assert not round_done(session, "arithmetic", run_id="another run", round_=0)
         promoted = session.scalar(select(Harness.id).where(Harness.status == "promoted"))
+        games = [(record.id, game) for record in session.scalars(select(Harness))
+                 for game in (record.eval_scores or {}).get("games", [])]
+        assert len(games) == rounds[0]["challengers"]
+        assert all(game["vs"] == rounds[0]["champion"] and game["run"] == run_id for _, game in games)
+        assert {row["id"] for row in lineage_rows(session, "arithmetic")} == {rounds[0]["champion"],
+                                                                             *(harness for harness, _ in games)}
     assert promoted == rounds[0]["promoted"] or (rounds[0]["promoted"] is None and promoted == rounds[0]["champion"])
     assert _harness_of_episodes(sqlite_db, run_id)[2] == {promoted}
 

@@ -21,6 +21,8 @@ def _archive() -> None:
         with container.db.session() as session:
             save_harness(session, ROOT, status="promoted", rationale="root")
             save_harness(session, CHILD, parent_id=ROOT.version_id, status="rejected", rationale="knobs: cooler")
+            repo.get_harness(session, harness_id=CHILD.version_id).eval_scores = {
+                "games": [{"round": 0, "run": None, "vs": ROOT.version_id, "wins": 1, "losses": 6, "tasks": 20}]}
     finally:
         container.close()
 
@@ -42,6 +44,8 @@ def test_list_show_diff_promote_and_rollback() -> None:
     assert shown.exit_code == 0 and '"temperature": 0.3' in shown.output
     changed = runner.invoke(app, ["harness", "diff", ROOT.version_id, CHILD.version_id])
     assert changed.exit_code == 0 and "sampling.temperature: 0.7 -> 0.3" in changed.output
+    odds = [line for line in changed.output.splitlines() if line.startswith("rating ")]
+    assert len(odds) == 1 and "B wins 19%" in odds[0], changed.output  # 1-6, shrunk toward even by the prior
     assert runner.invoke(app, ["harness", "promote", CHILD.version_id]).exit_code == 0
     assert (_status(CHILD.version_id), _status(ROOT.version_id)) == ("promoted", "retired")
     back = runner.invoke(app, ["harness", "rollback", "--env", "arithmetic"])

@@ -7,6 +7,7 @@ Rejected challengers stay in the archive (status ``rejected``) so lineage shows 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from lamarck.agents.harness import HarnessSpec, load_harness, promoted_harness, save_harness
 from lamarck.agents.harness_critic import HarnessCriticOutput
+from lamarck.agents.harness_rating import REFERENCE_RATING, Comparison, ratings
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Harness
@@ -89,8 +91,12 @@ def record_round(db: Database, output: HarnessCriticOutput, *, round_: int, run_
             save_harness(session, result.spec, parent_id=output.champion_id, status="rejected",
                          rationale=f"{result.source}: {result.rationale}")
             record = repo.get_harness(session, harness_id=result.harness_id)
+            games = [game for game in (record.eval_scores or {}).get("games", [])
+                     if (game.get("round"), game.get("run")) != (round_, run_id)]
+            games.append({"round": round_, "run": run_id, "vs": output.champion_id, "wins": result.wins,
+                          "losses": result.losses, "tasks": result.tasks})
             record.eval_scores = {
-                **(record.eval_scores or {}), "source": result.source, "changed": result.changed,
+                **(record.eval_scores or {}), "games": games, "source": result.source, "changed": result.changed,
                 "round": round_, "run": run_id, "rung": result.rung,
                 "dev": {"tasks": result.tasks, "wins": result.wins, "losses": result.losses,
                         "p_value": result.p_value, "tokens_per_task": result.tokens_per_task,
@@ -119,11 +125,35 @@ def round_done(session: Session, environment: str, *, run_id: str, round_: int) 
     return False
 
 
+def comparisons(records: Iterable[Harness]) -> list[Comparison]:
+    """Every paired result the archive holds: each challenger against the champion it met, once per round."""
+    found = []
+    for record in records:
+        for game in (record.eval_scores or {}).get("games", []):
+            found.append(Comparison(a=record.id, b=game["vs"], wins=game["wins"], losses=game["losses"]))
+    return found
+
+
+def archive_ratings(session: Session, environment: str | None = None) -> dict[str, float]:
+    """Bradley-Terry ratings (Elo scale) of every archived harness, fitted per environment."""
+    query = select(Harness)
+    if environment is not None:
+        query = query.where(Harness.environment == environment)
+    by_environment: dict[str | None, list[Harness]] = {}
+    for record in session.scalars(query):
+        by_environment.setdefault(record.environment, []).append(record)
+    rated: dict[str, float] = {}
+    for records in by_environment.values():
+        rated.update(ratings(comparisons(records), players=[record.id for record in records]))
+    return rated
+
+
 def lineage_rows(session: Session, environment: str | None = None) -> list[dict[str, Any]]:
-    """Every archived harness, oldest first, with its parent, status, source and dev-slice result."""
+    """Every archived harness, oldest first, with its parent, status, source, dev-slice result and rating."""
     query = select(Harness).order_by(Harness.created_at, Harness.id)
     if environment is not None:
         query = query.where(Harness.environment == environment)
+    rated = archive_ratings(session, environment)
     rows = []
     for record in session.scalars(query):
         scores = record.eval_scores or {}
@@ -131,6 +161,7 @@ def lineage_rows(session: Session, environment: str | None = None) -> list[dict[
         rows.append({"id": record.id, "environment": record.environment, "parent": record.parent_id,
                      "status": record.status, "source": scores.get("source", "root" if not record.parent_id else ""),
                      "wins": dev.get("wins"), "losses": dev.get("losses"), "p_value": dev.get("p_value"),
+                     "rating": rated.get(record.id, REFERENCE_RATING),
                      "decision": scores.get("decision", record.rationale or "")})
     return rows
 

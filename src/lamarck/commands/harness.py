@@ -17,7 +17,8 @@ app = typer.Typer(help="Harness versions: the archive, diffs, promotion, and har
 
 @app.command("list")
 def harness_list(env: Annotated[str | None, typer.Option(help="Only this environment.")] = None) -> None:
-    """Every archived harness, oldest first: parent, status, source and its dev-slice result."""
+    """Every archived harness, oldest first: parent, status, source, its dev-slice result, and its rating over all
+    rounds (Bradley-Terry on the Elo scale; 1500 is a harness that never met another)."""
 
     def body() -> None:
         from lamarck.agents.harness_archive import lineage_rows
@@ -28,11 +29,11 @@ def harness_list(env: Annotated[str | None, typer.Option(help="Only this environ
             console.print("no harnesses archived yet: run `lamarck harness round --env NAME`")
             return
         table = Table(Column("id", no_wrap=True), Column("parent", no_wrap=True), "status", "source",
-                      "dev wins-losses", "decision")
+                      "dev wins-losses", "rating", "decision")
         for row in rows:
             record = "" if row["wins"] is None else f"{row['wins']}-{row['losses']}"
             table.add_row(row["id"], row["parent"] or "", row["status"], row["source"], record,
-                          str(row["decision"])[:80])
+                          f"{row['rating']:.0f}", str(row["decision"])[:80])
         console.print(table)
 
     run_guarded(body)
@@ -57,13 +58,20 @@ def harness_show(harness_id: str) -> None:
 
 @app.command("diff")
 def harness_diff(a: str, b: str) -> None:
-    """What changed from A to B: knobs, worked examples, and the system prompt as a unified diff."""
+    """What changed from A to B: knobs, worked examples, the system prompt as a unified diff, and how the archive's
+    ratings compare them (the chance B beats A on a task where they disagree)."""
 
     def body() -> None:
-        from lamarck.agents.harness_archive import diff, load_pair
+        from lamarck.agents.harness_archive import archive_ratings, diff, load_pair
+        from lamarck.agents.harness_rating import REFERENCE_RATING, win_probability
 
         with container_from_settings() as container, container.db.session() as session:
-            change = diff(*load_pair(session, a, b))
+            pair = load_pair(session, a, b)
+            change = diff(*pair)
+            rated = archive_ratings(session, pair[0].environment)
+        rating_a, rating_b = rated.get(a, REFERENCE_RATING), rated.get(b, REFERENCE_RATING)
+        console.print(f"rating {rating_a:.0f} -> {rating_b:.0f}: B wins {win_probability(rating_b, rating_a):.0%} "
+                      "of the tasks where they disagree (fitted over every archived round)", highlight=False)
         for knob, (left, right) in change.knobs.items():
             console.print(f"{knob}: {left!r} -> {right!r}", markup=False, highlight=False)
         console.print(f"worked examples shown: {change.examples[0]} -> {change.examples[1]}")
