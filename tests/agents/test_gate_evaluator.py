@@ -55,3 +55,18 @@ def test_with_a_database_the_gate_judges_under_the_promoted_harness(sqlite_db) -
     with sqlite_db.session() as session:
         assert {e.harness_version for e in session.query(Evaluation)} == {default.version_id, promoted.version_id}
         assert repo.promoted_harness_ids(session) == {"arithmetic": promoted.version_id}
+
+
+def test_an_evaluation_says_which_tasks_parsed_to_an_answer() -> None:
+    from lamarck.agents.evaluation import default_harness_for, evaluate
+
+    env = ArithmeticEnv()
+    tasks = heldout_set("arithmetic", per_level=1)[:3]
+
+    def respond(messages: list[dict[str, Any]], n: int) -> list[str]:  # answers the first task, calls on the rest
+        return ["ANSWER: 1" if messages[-1]["content"] == tasks[0].prompt else "CALL calculator: 1 +"] * n
+
+    gateway = LLMGateway(ModelRoutes(executor=ModelRoute(model="scripted/x")), GatewaySettings(retries=0))
+    with scripted_provider(ScriptedLLM(respond)):
+        result = evaluate(gateway, env, tasks, "m", default_harness_for(env).derive(step_budget=1))
+    assert result.answered == [1.0, 0.0, 0.0]

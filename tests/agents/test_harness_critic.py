@@ -198,3 +198,22 @@ def test_the_champion_is_evaluated_once_per_task(early: int) -> None:
         HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS))
     survivors = sum(1 for r in out.challengers if r.rung == 1)
     assert out.tasks_evaluated == 20 + 3 * early + survivors * (20 - early)
+
+
+def test_a_challenger_whose_outputs_stop_parsing_is_rejected_whatever_it_wins() -> None:
+    def evaluate(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
+        cooler = harness.sampling.temperature == 0.3  # wins every task, but half its samples give no answer
+        return DevResult(passed=[cooler] * len(tasks), tokens=[100] * len(tasks),
+                         answered=[0.5 if cooler else 1.0] * len(tasks))
+
+    settings = HarnessCriticSettings(knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0, keep=2,
+                                     early_tasks=8, budget_tasks=1000, early_needs_a_win=False)
+    only_cooler = ONLY_TEMPERATURE.model_copy(update={"temperature": (0.3,)})
+    out = HarnessCritic(evaluate, settings, knobs=only_cooler).run(
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS))
+    [cooler] = out.challengers
+    assert out.promoted is None and cooler.rung == 0 and cooler.wins == 8
+    assert "stop parsing: 50% of samples gave an answer against the champion's 100%" in cooler.reason
+    lenient = HarnessCritic(evaluate, settings.model_copy(update={"max_answer_drop": 0.6}), knobs=only_cooler).run(
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS))
+    assert lenient.promoted == cooler.harness_id

@@ -42,6 +42,7 @@ class EvaluationResult(BaseModel):
     per_task: dict[str, float]  # task key -> share of samples that passed
     per_level: dict[str, float] = Field(default_factory=dict)
     tokens: list[int] = Field(default_factory=list)  # per task, in order: prompt and completion tokens of its samples
+    answered: list[float] = Field(default_factory=list)  # per task, in order: share of samples that parsed to an answer
     seconds: float = 0.0
     evaluation_id: str | None = None
 
@@ -114,7 +115,9 @@ def evaluate(
                               f"{broken[0]}")
     passes: dict[int, list[bool]] = {}
     tokens = [0] * len(tasks)
+    parsed: dict[int, list[bool]] = {}
     for attempt in out.attempts:
+        parsed.setdefault(attempt.task_index, []).append(attempt.answer is not None)
         reward = verify_answer(env, tasks[attempt.task_index], attempt.answer, attempt.failure_reason)
         passes.setdefault(attempt.task_index, []).append(reward.passed)
         tokens[attempt.task_index] += attempt.prompt_tokens + attempt.completion_tokens
@@ -136,6 +139,7 @@ def evaluate(
         per_task=per_task,
         per_level={str(level): sum(v) / len(v) for level, v in sorted(levels.items())},
         tokens=tokens,
+        answered=[sum(parsed.get(i, [False])) / len(parsed.get(i, [False])) for i in range(len(tasks))],
         seconds=time.perf_counter() - started,
     )
 

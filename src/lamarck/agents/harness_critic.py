@@ -43,10 +43,16 @@ log = logging.getLogger(__name__)
 
 
 class DevResult(BaseModel):
-    """Per task, in order: passed or not, and the tokens the harness spent on it (all its samples)."""
+    """Per task, in order: passed or not, the tokens the harness spent on it (all its samples), and the share of its
+    samples whose output parsed to an answer (empty when the evaluator does not say)."""
 
     passed: list[bool]
     tokens: list[int]
+    answered: list[float] = Field(default_factory=list)
+
+    def answer_rate(self, n: int | None = None) -> float | None:
+        shares = self.answered[:n] if n is not None else self.answered
+        return sum(shares) / len(shares) if shares else None
 
 
 HarnessEvaluator = Callable[[HarnessSpec, Sequence[TaskSpec]], DevResult]
@@ -110,6 +116,7 @@ class _Champion:
         self.spec, self.tasks, self.evaluate = spec, list(tasks), evaluate
         self.passed: list[bool] = []
         self.tokens: list[int] = []
+        self.answered: list[float] = []
 
     def first(self, n: int, budget: _Budget) -> bool:
         missing = self.tasks[len(self.passed):n]
@@ -120,7 +127,11 @@ class _Champion:
         result = self.evaluate(self.spec, missing)
         self.passed += result.passed
         self.tokens += result.tokens
+        self.answered += result.answered
         return True
+
+    def answer_rate(self, n: int) -> float | None:
+        return DevResult(passed=self.passed, tokens=self.tokens, answered=self.answered).answer_rate(n)
 
 
 class HarnessCritic:
@@ -151,6 +162,9 @@ class HarnessCritic:
                 continue
             batch = self.evaluate(proposal.spec, request.dev_tasks[:early])
             wins, losses = paired_counts(batch.passed, champion.passed[:early])
+            if (broken := self._stops_parsing(batch, champion, early)) is not None:
+                results.append(self._rejected(proposal, broken, 0, tasks=early, wins=wins, losses=losses))
+                continue
             if wins < losses or (wins == losses == 0 and settings.early_needs_a_win):
                 results.append(self._rejected(proposal, f"early rejection on {early} tasks: {wins} wins, {losses} "
                                                         f"losses", 0, tasks=early, wins=wins, losses=losses))
@@ -232,7 +246,9 @@ class HarnessCritic:
         tokens, champion_tokens = sum(result.tokens) / n, sum(champion.tokens) / n
         limit = champion_tokens * (1 + self.settings.max_token_increase)
         status: Literal["promoted", "rejected"] = "rejected"
-        if wins <= losses:
+        if (broken := self._stops_parsing(result, champion, n)) is not None:
+            reason = broken
+        elif wins <= losses:
             reason = f"not better: {wins} wins, {losses} losses"
         elif p_value >= alpha:
             reason = f"not significantly better: {wins} wins, {losses} losses, p={p_value:.3g} >= {alpha:.3g}"
@@ -247,6 +263,14 @@ class HarnessCritic:
             wins=wins, losses=losses, p_value=p_value, tokens_per_task=tokens, champion_tokens_per_task=champion_tokens,
         )
 
+    def _stops_parsing(self, result: DevResult, champion: _Champion, n: int) -> str | None:
+        """Why the challenger's outputs parse too much less often than the champion's, or None."""
+        ours, theirs = result.answer_rate(n), champion.answer_rate(n)
+        if ours is None or theirs is None or ours >= theirs - self.settings.max_answer_drop:
+            return None
+        return (f"its outputs stop parsing: {ours:.0%} of samples gave an answer against the champion's {theirs:.0%} "
+                f"(at most {self.settings.max_answer_drop:.0%} less)")
+
     @staticmethod
     def _rejected(proposal: Proposal, reason: str, rung: int, *, tasks: int = 0, wins: int = 0,
                   losses: int = 0) -> ChallengerResult:
@@ -256,7 +280,8 @@ class HarnessCritic:
 
 
 def _concat(first: DevResult, second: DevResult) -> DevResult:
-    return DevResult(passed=first.passed + second.passed, tokens=first.tokens + second.tokens)
+    return DevResult(passed=first.passed + second.passed, tokens=first.tokens + second.tokens,
+                     answered=first.answered + second.answered)
 
 
 def dev_evaluator(gateway: LLMGateway, env: Environment, model_version: str, *, seed: int = 0,
@@ -267,7 +292,8 @@ def dev_evaluator(gateway: LLMGateway, env: Environment, model_version: str, *, 
     def evaluate_harness(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
         result = evaluate(gateway, env, tasks, model_version, harness, seed=seed, max_concurrency=max_concurrency,
                           as_sampled=True)
-        return DevResult(passed=[share >= 0.5 for share in result.per_task.values()], tokens=result.tokens)
+        return DevResult(passed=[share >= 0.5 for share in result.per_task.values()], tokens=result.tokens,
+                         answered=result.answered)
 
     return evaluate_harness
 

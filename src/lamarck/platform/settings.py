@@ -200,6 +200,8 @@ class HarnessCriticSettings(BaseModel):
     keep: int = Field(2, ge=1)  # challengers that go on to the whole slice
     alpha: float = Field(0.05, gt=0.0, lt=1.0)  # split evenly over the challengers judged on the whole slice
     max_token_increase: float = Field(0.25, ge=0.0)  # a promoted challenger spends at most this much more per task
+    max_answer_drop: float = Field(0.1, ge=0.0, le=1.0)  # a challenger whose outputs parse to an answer this much
+    # less often than the champion's (share of samples) is rejected, whatever it wins
     budget_tasks: int = Field(400, ge=1)  # task evaluations per round, champion included
     seed: int = 0
 
