@@ -101,3 +101,31 @@ def test_one_round_with_the_real_model(local_gateway, sqlite_db: Database) -> No
     cases, _ = failure_cases(sqlite_db, "arithmetic")
     failed = sum(1 for a in out.attempts if a.answer is None or not env.verify(tasks[a.task_index], a.answer).passed)
     assert len(cases) == failed and all(case.difficulty == 2 for case in cases)
+
+
+def test_a_harness_under_which_judge_and_verifier_part_ways_is_flagged(sqlite_db: Database) -> None:
+    from lamarck.agents.harness_archive import judge_flags
+
+    child = ROOT.derive(sampling={"temperature": 0.3})
+    with sqlite_db.session() as session:
+        root_id = save_harness(session, ROOT, status="promoted")
+        child_id = save_harness(session, child, parent_id=root_id)
+        task = repo.add_task(session, environment="arithmetic", difficulty=2, prompt="1 + 1")
+        from lamarck.platform.storage.trajectory import Trajectory
+
+        def judged(harness: str, agree: bool) -> None:
+            episode = repo.record_episode(session, task_id=task.id, model_version="m", harness_version=harness,
+                                          trajectory=Trajectory(messages=[]), outcome="passed")
+            repo.add_verdict(session, episode_id=episode.id, reward=1.0, passed=True, source="both",
+                             judge_passed=agree, critic_model="judge")
+
+        for i in range(20):
+            judged(root_id, agree=i < 19)  # 95% agreement under the root
+            judged(child_id, agree=i < 12)  # 60% under the child
+        assert judge_flags(session) == {
+            child_id: "judge and verifier agree on 60% of 20 episodes, against 95% under its parent"}
+        rows = {row["id"]: row for row in lineage_rows(session, "arithmetic")}
+        assert rows[child_id]["flag"] and not rows[root_id]["flag"]
+        for _ in range(60):
+            judged(child_id, agree=True)  # 72 of 80 agree (90%): within 10 points of the parent's 95%
+        assert judge_flags(session) == {}

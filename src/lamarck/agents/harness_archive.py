@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from lamarck.agents.critic import judge_agreement
 from lamarck.agents.harness import HarnessSpec, load_harness, promoted_harness, save_harness
 from lamarck.agents.harness_critic import HarnessCriticOutput
 from lamarck.agents.harness_rating import REFERENCE_RATING, Comparison, ratings
@@ -148,12 +149,38 @@ def archive_ratings(session: Session, environment: str | None = None) -> dict[st
     return rated
 
 
+MIN_JUDGED = 20  # judged episodes a harness (and its parent) needs before their agreement is compared
+MAX_AGREEMENT_DROP = 0.1
+
+
+def judge_flags(session: Session) -> dict[str, str]:
+    """Harnesses under which the critic's judge and the verifier disagree markedly more often than under the parent:
+    a sign that the harness shapes answers the verifier passes for the wrong reasons (or the judge misreads)."""
+    agreement: dict[str, tuple[float, int]] = {}
+    for entry in judge_agreement(session):
+        harness, n, share = entry["harness_version"], entry["n"], entry["agreement"]
+        if isinstance(harness, str) and isinstance(n, int) and isinstance(share, float):
+            before = agreement.get(harness, (0.0, 0))  # several critic models: pooled
+            agreement[harness] = ((before[0] * before[1] + share * n) / (before[1] + n), before[1] + n)
+    flags = {}
+    for record in session.scalars(select(Harness).where(Harness.id.in_(list(agreement)))):
+        ours, parents = agreement[record.id], agreement.get(record.parent_id or "")
+        if parents is None or ours[1] < MIN_JUDGED or parents[1] < MIN_JUDGED:
+            continue
+        if ours[0] < parents[0] - MAX_AGREEMENT_DROP:
+            flags[record.id] = (f"judge and verifier agree on {ours[0]:.0%} of {ours[1]} episodes, against "
+                                f"{parents[0]:.0%} under its parent")
+    return flags
+
+
 def lineage_rows(session: Session, environment: str | None = None) -> list[dict[str, Any]]:
-    """Every archived harness, oldest first, with its parent, status, source, dev-slice result and rating."""
+    """Every archived harness, oldest first, with its parent, status, source, dev-slice result, rating and any
+    flag (``judge_flags``)."""
     query = select(Harness).order_by(Harness.created_at, Harness.id)
     if environment is not None:
         query = query.where(Harness.environment == environment)
     rated = archive_ratings(session, environment)
+    flags = judge_flags(session)
     rows = []
     for record in session.scalars(query):
         scores = record.eval_scores or {}
@@ -161,7 +188,7 @@ def lineage_rows(session: Session, environment: str | None = None) -> list[dict[
         rows.append({"id": record.id, "environment": record.environment, "parent": record.parent_id,
                      "status": record.status, "source": scores.get("source", "root" if not record.parent_id else ""),
                      "wins": dev.get("wins"), "losses": dev.get("losses"), "p_value": dev.get("p_value"),
-                     "rating": rated.get(record.id, REFERENCE_RATING),
+                     "rating": rated.get(record.id, REFERENCE_RATING), "flag": flags.get(record.id, ""),
                      "decision": scores.get("decision", record.rationale or "")})
     return rows
 

@@ -32,8 +32,9 @@ def harness_list(env: Annotated[str | None, typer.Option(help="Only this environ
                       "dev wins-losses", "rating", "decision")
         for row in rows:
             record = "" if row["wins"] is None else f"{row['wins']}-{row['losses']}"
+            decision = f"FLAGGED: {row['flag']}. {row['decision']}" if row["flag"] else str(row["decision"])
             table.add_row(row["id"], row["parent"] or "", row["status"], row["source"], record,
-                          f"{row['rating']:.0f}", str(row["decision"])[:80])
+                          f"{row['rating']:.0f}", decision[:120])
         console.print(table)
 
     run_guarded(body)
