@@ -95,6 +95,8 @@ def test_model_versions_register_promote_and_retire(db: Database) -> None:
         assert [v.id for v in repo.list_model_versions(session, status="retired")] == ["base"]
         with pytest.raises(repo.NotFound, match="lamarck models list"):
             repo.get_model_version(session, version_id="nope")
+        with pytest.raises(repo.NotFound, match="import it with `lamarck models import-default`"):
+            repo.get_model_version(session, version_id="smollm2-135m")  # a fresh data dir: the fix is the import
         with pytest.raises(ValueError, match="candidate, promoted, retired"):
             repo.set_model_status(session, version_id="child", status="great")
 

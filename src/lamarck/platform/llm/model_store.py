@@ -297,7 +297,7 @@ class ModelStore:
         if version == base or (self.base_root / version).exists():
             raise ModelStoreError(f"version {version!r} is a base model name: pick another adapter version name")
         if not (self.base_root / base).is_dir():
-            raise ModelStoreError(f"unknown base model {base!r}: run `lamarck models import` first")
+            raise ModelStoreError(f"unknown base model {base!r}: run `lamarck models import-default` first")
         self.adapter_root.mkdir(parents=True, exist_ok=True)
         target = self.adapter_root / version
         tmp = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=self.adapter_root))
@@ -338,13 +338,13 @@ class ModelStore:
         adapter_dir = self.adapter_root / version
         manifest = _read_manifest(adapter_dir) if self._valid_name(version) else None
         if manifest is None:
-            hint = "run `lamarck models import`" if version == DEFAULT_MODEL_VERSION else "see `lamarck models list`"
+            hint = "run `lamarck models import-default`" if version == DEFAULT_MODEL_VERSION else "see `lamarck models list`"
             raise ModelStoreError(f"unknown model version {version!r}: {hint}")
         base_dir = self.base_root / manifest.get("base", DEFAULT_MODEL_VERSION)
         if not (base_dir / MANIFEST).is_file():
             raise ModelStoreError(
                 f"adapter {version!r} needs base model {base_dir.name!r}, which is not in the store: "
-                "run `lamarck models import`"
+                "run `lamarck models import-default`"
             )
         return ModelSpec(version, base_dir, adapter_dir)
 

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 from lamarck.platform.storage.fingerprints import prompt_fingerprint
 from lamarck.platform.storage.records import (
     Episode,
@@ -314,7 +315,9 @@ def register_model_version(
 def get_model_version(session: Session, *, version_id: str) -> ModelVersion:
     version = session.get(ModelVersion, version_id)
     if version is None:
-        raise NotFound(f"no model version {version_id!r}: list them with `lamarck models list`")
+        hint = ("import it with `lamarck models import-default`" if version_id == DEFAULT_MODEL_VERSION
+                else "list them with `lamarck models list`")
+        raise NotFound(f"no model version {version_id!r}: {hint}")
     return version
 
 
