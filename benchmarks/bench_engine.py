@@ -53,10 +53,15 @@ def prompt_texts(count: int, tokenizer, salt: str = "") -> list[str]:  # type: i
     out = []
     for i in range(count):
         topic = TOPICS[i % len(TOPICS)]
-        text = (f"Request {salt}{i}: write a short, friendly explanation of {topic} for a curious ten "
-                "year old. Mention one surprising fact, one thing people often get wrong, and end with a question.")
-        out.append(tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                                 add_generation_prompt=True))
+        text = (
+            f"Request {salt}{i}: write a short, friendly explanation of {topic} for a curious ten "
+            "year old. Mention one surprising fact, one thing people often get wrong, and end with a question."
+        )
+        out.append(
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+            )
+        )
     return out
 
 
@@ -65,16 +70,18 @@ class RawLlama:
 
     def __init__(self, path: Path, max_batch: int) -> None:
         self.model = LlamaModel(path)
-        self.context = LlamaContext(self.model, sequences=max_batch, tokens_per_sequence=256, batch_tokens=2048,
-                                    threads=os.cpu_count() or 1)
+        self.context = LlamaContext(
+            self.model, sequences=max_batch, tokens_per_sequence=256, batch_tokens=2048, threads=os.cpu_count() or 1
+        )
 
     def generate(self, prompts: list[list[int]], new_tokens: int) -> float:
         """Generated tokens/s: prefill every prompt in batches, then ``new_tokens`` greedy steps of all rows."""
         start = time.perf_counter()
         last = self._prefill(prompts)
         for step in range(new_tokens - 1):
-            logits = self.context.decode(last, [len(p) + step for p in prompts], list(range(len(prompts))),
-                                         list(range(len(prompts))))
+            logits = self.context.decode(
+                last, [len(p) + step for p in prompts], list(range(len(prompts))), list(range(len(prompts)))
+            )
             last = [int(row.argmax()) for row in logits]
         return len(prompts) * new_tokens / (time.perf_counter() - start)
 
@@ -89,10 +96,11 @@ class RawLlama:
         last: list[int] = []
         queue = [(s, i, t) for s, p in enumerate(prompts) for i, t in enumerate(p)]
         while queue:
-            chunk, queue = queue[: self.context.batch_tokens], queue[self.context.batch_tokens:]
+            chunk, queue = queue[: self.context.batch_tokens], queue[self.context.batch_tokens :]
             outputs = [k for k, (s, i, _) in enumerate(chunk) if i == len(prompts[s]) - 1]
-            logits = self.context.decode([t for _, _, t in chunk], [i for _, i, _ in chunk], [s for s, _, _ in chunk],
-                                         outputs)
+            logits = self.context.decode(
+                [t for _, _, t in chunk], [i for _, i, _ in chunk], [s for s, _, _ in chunk], outputs
+            )
             last += [int(row.argmax()) for row in logits]
         return last
 
@@ -121,8 +129,14 @@ def transformers_runner(model: torch.nn.Module, pad: int) -> Runner:
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in rows])
         start = time.perf_counter()
         with torch.inference_mode():
-            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=NEW_TOKENS,
-                                 min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=pad)
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=NEW_TOKENS,
+                min_new_tokens=NEW_TOKENS,
+                do_sample=False,
+                pad_token_id=pad,
+            )
         assert out.shape[1] - width == NEW_TOKENS
         return len(rows) * NEW_TOKENS / (time.perf_counter() - start)
 
@@ -220,16 +234,21 @@ def measure(name: str, args: argparse.Namespace) -> dict:
         rows.append({"case": label, "tok_s": statistics.median(runs), "runs": runs, "load": statistics.median(loads)})
         print(f"{name}: {label}: {rows[-1]['tok_s']:.1f} tok/s", flush=True)
     prompts = fresh(32, "prefill-")
-    result = {"rows": rows, "prefill_tok_s": prefill(prompts), "start_s": start_seconds,
-              "prompt_tokens_mean": sum(len(ids) for _, ids in prompts) / len(prompts)}
+    result = {
+        "rows": rows,
+        "prefill_tok_s": prefill(prompts),
+        "start_s": start_seconds,
+        "prompt_tokens_mean": sum(len(ids) for _, ids in prompts) / len(prompts),
+    }
     if engine is not None:
         engine.close()
     return result
 
 
 def cases(args: argparse.Namespace) -> list[tuple[str, int, int]]:
-    return ([(f"{size} distinct", size, 1) for size in args.sizes]
-            + [(f"1 prompt, n={size}", 1, size) for size in args.shared])
+    return [(f"{size} distinct", size, 1) for size in args.sizes] + [
+        (f"1 prompt, n={size}", 1, size) for size in args.shared
+    ]
 
 
 def main() -> None:
@@ -237,8 +256,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--shared", type=int, nargs="*", default=[32], help="n for the one-prompt, n-samples rows")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE",
-                                                                           REPO / ".cache" / "test-models")))
+    parser.add_argument(
+        "--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache" / "test-models"))
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "bench_engine.json")
     parser.add_argument("--only", choices=ENGINES, help=argparse.SUPPRESS)  # the child process of one engine
     parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
@@ -254,9 +274,22 @@ def main() -> None:
         measured = {}
         for name in ENGINES:
             child = Path(tmp) / "child.json"
-            command = [sys.executable, __file__, "--only", name, "--child-out", str(child), "--store", str(args.store),
-                       "--repeats", str(args.repeats), "--sizes", *map(str, args.sizes), "--shared",
-                       *map(str, args.shared)]
+            command = [
+                sys.executable,
+                __file__,
+                "--only",
+                name,
+                "--child-out",
+                str(child),
+                "--store",
+                str(args.store),
+                "--repeats",
+                str(args.repeats),
+                "--sizes",
+                *map(str, args.sizes),
+                "--shared",
+                *map(str, args.shared),
+            ]
             subprocess.run(command, check=True)
             measured[name] = json.loads(child.read_text())
     setup["embedded_start_s"] = measured["embedded"]["start_s"]
@@ -264,10 +297,16 @@ def main() -> None:
     prefill = {name: measured[name]["prefill_tok_s"] for name in ENGINES}
     rows = []
     for index, (label, count, n) in enumerate(cases(args)):
-        rows.append({"case": label, "batch": count * n, "n": n,
-                     "tok_s": {name: measured[name]["rows"][index]["tok_s"] for name in ENGINES},
-                     "runs": {name: measured[name]["rows"][index]["runs"] for name in ENGINES},
-                     "load_average": max(measured[name]["rows"][index]["load"] for name in ENGINES)})
+        rows.append(
+            {
+                "case": label,
+                "batch": count * n,
+                "n": n,
+                "tok_s": {name: measured[name]["rows"][index]["tok_s"] for name in ENGINES},
+                "runs": {name: measured[name]["rows"][index]["runs"] for name in ENGINES},
+                "load_average": max(measured[name]["rows"][index]["load"] for name in ENGINES),
+            }
+        )
     runners = ENGINES
 
     distinct = [r for r in rows if r["n"] == 1]
@@ -277,7 +316,8 @@ def main() -> None:
     summary = {
         "best_vs_transformers_b32": best["tok_s"]["embedded"] / reference_b32,
         "b1_vs_llamacpp_b1": by_batch[1]["tok_s"]["embedded"] / by_batch[1]["tok_s"]["llama.cpp Q8_0"]
-        if 1 in by_batch else None,
+        if 1 in by_batch
+        else None,
         "embedded_best_tok_s": best["tok_s"]["embedded"],
         "embedded_best_batch": best["batch"],
         "embedded_b1_tok_s": by_batch[1]["tok_s"]["embedded"] if 1 in by_batch else None,
@@ -285,26 +325,40 @@ def main() -> None:
         "transformers_b32_tok_s": reference_b32,
         "targets": {"best_vs_transformers_b32": 2.0, "b1_vs_llamacpp_b1": 1.0},
     }
-    result = {"summary": summary, "new_tokens": NEW_TOKENS, "threads": os.cpu_count(), "repeats": args.repeats,
-              "prompt_tokens_mean": measured["embedded"]["prompt_tokens_mean"], "setup_seconds": setup,
-              "prefill_tok_s": prefill, "rows": rows, "load_average_end": os.getloadavg()}
+    result = {
+        "summary": summary,
+        "new_tokens": NEW_TOKENS,
+        "threads": os.cpu_count(),
+        "repeats": args.repeats,
+        "prompt_tokens_mean": measured["embedded"]["prompt_tokens_mean"],
+        "setup_seconds": setup,
+        "prefill_tok_s": prefill,
+        "rows": rows,
+        "load_average_end": os.getloadavg(),
+    }
 
-    table = Table(title=f"generated tokens/s ({NEW_TOKENS} new tokens, greedy, prefill included; median of "
-                        f"{args.repeats})")
+    table = Table(
+        title=f"generated tokens/s ({NEW_TOKENS} new tokens, greedy, prefill included; median of {args.repeats})"
+    )
     table.add_column("case")
     for name in runners:
         table.add_column(name, justify="right")
     table.add_column("load", justify="right")
     for r in rows:
-        table.add_row(r["case"] + (" (best)" if r is best else ""), *[f"{r['tok_s'][n]:.1f}" for n in runners],
-                      f"{r['load_average']:.1f}")
+        table.add_row(
+            r["case"] + (" (best)" if r is best else ""),
+            *[f"{r['tok_s'][n]:.1f}" for n in runners],
+            f"{r['load_average']:.1f}",
+        )
     table.add_section()
     table.add_row("prefill tok/s (32 prompts)", *[f"{prefill[n]:.0f}" for n in runners], "")
     console = Console()
     console.print(table)
     console.print(f"set-up: {', '.join(f'{k} {v:.2f}' for k, v in setup.items())}")
-    console.print(f"best embedded / transformers b32 = {summary['best_vs_transformers_b32']:.2f}x (target 2x); "
-                  f"embedded b1 / llama.cpp Q8_0 b1 = {summary['b1_vs_llamacpp_b1']:.2f} (target 1.0)")
+    console.print(
+        f"best embedded / transformers b32 = {summary['best_vs_transformers_b32']:.2f}x (target 2x); "
+        f"embedded b1 / llama.cpp Q8_0 b1 = {summary['b1_vs_llamacpp_b1']:.2f} (target 1.0)"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
 

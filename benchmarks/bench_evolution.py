@@ -49,17 +49,25 @@ def make_container(args: argparse.Namespace) -> Container:
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     training = TrainingSettings(
-        min_new_episodes=args.min_new, max_steps=args.steps, batch_size=args.train_batch, epochs=args.epochs,
-        lora_rank=args.rank, lora_alpha=2 * args.rank, save_steps=max(5, args.steps // 3),
-        gate_per_level=args.gate_per_level, gate_environments=args.gate_envs, gate_looks=args.gate_looks,
+        min_new_episodes=args.min_new,
+        max_steps=args.steps,
+        batch_size=args.train_batch,
+        epochs=args.epochs,
+        lora_rank=args.rank,
+        lora_alpha=2 * args.rank,
+        save_steps=max(5, args.steps // 3),
+        gate_per_level=args.gate_per_level,
+        gate_environments=args.gate_envs,
+        gate_looks=args.gate_looks,
         gate_focus_per_level=args.gate_focus,
     )
     settings = Settings(data_dir=work, training=training)
     container = Container(settings)
     container.model_store.import_default(progress=True)
     with container.db.session() as session:
-        repo.register_model_version(session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION,
-                                    status="promoted")
+        repo.register_model_version(
+            session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION, status="promoted"
+        )
     return container
 
 
@@ -78,8 +86,9 @@ def transfer_score(container: Container, version: str) -> dict[str, Any]:
 def cached_evaluation(container: Container, env: Any, tasks: list[Any], version: str, name: str) -> dict[str, Any]:
     harness = default_harness_for(env)
     with container.db.session() as session:
-        found = repo.find_evaluation(session, model_version=version, harness_version=harness.version_id,
-                                     eval_set=name, kind="report")
+        found = repo.find_evaluation(
+            session, model_version=version, harness_version=harness.version_id, eval_set=name, kind="report"
+        )
         if found is not None:
             return {"score": found.score, "per_level": (found.decision or {}).get("per_level", {}), "n": found.n_tasks}
     result = evaluate(container.gateway, env, tasks, version, harness, eval_set=name)
@@ -91,21 +100,31 @@ def humaneval_pass1(container: Container, version: str, limit: int | None) -> di
     env = get_environment("humaneval", sandbox=container.sandbox)
     tasks, eval_set = heldout_tasks(env, limit=limit)
     result = evaluate(container.gateway, env, tasks, version, default_harness_for(env), eval_set=eval_set)
-    return {"version": version, "pass_at_1": result.score, "n_tasks": result.n_tasks, "seconds": round(result.seconds, 1)}
+    return {
+        "version": version,
+        "pass_at_1": result.score,
+        "n_tasks": result.n_tasks,
+        "seconds": round(result.seconds, 1),
+    }
 
 
-def ablation_report(container: Container, final: str, environments: list[str], args: argparse.Namespace,
-                    summary: dict[str, Any]) -> dict[str, Any]:
+def ablation_report(
+    container: Container, final: str, environments: list[str], args: argparse.Namespace, summary: dict[str, Any]
+) -> dict[str, Any]:
     """The final champion's lineage replayed without privileged-hint rows, scored like the final (report slices)."""
     clock = time.monotonic()
     found = ablate(container, final, dropped=PRIVILEGED_HINTS, max_steps=args.steps)
     scores: dict[str, Any] = {}
     if found.version is not None:
         for env in environments:
-            scores[env] = {"final": summary[env]["final"],
-                           "ablated": report_score(container, found.version, env, args.per_level)["score"]}
-        scores["arithmetic_transfer"] = {"final": summary["arithmetic_transfer"]["final"],
-                                         "ablated": transfer_score(container, found.version)["score"]}
+            scores[env] = {
+                "final": summary[env]["final"],
+                "ablated": report_score(container, found.version, env, args.per_level)["score"],
+            }
+        scores["arithmetic_transfer"] = {
+            "final": summary["arithmetic_transfer"]["final"],
+            "ablated": transfer_score(container, found.version)["score"],
+        }
     return {**found.model_dump(), "scores": scores, "minutes": round((time.monotonic() - clock) / 60, 1)}
 
 
@@ -114,8 +133,15 @@ def champion(container: Container) -> str:
         return registry.champion(session)
 
 
-def run_phase(container: Container, services: Services, driver: Distillation, environment: str, minutes: float,
-              args: argparse.Namespace, clock: float) -> dict[str, Any]:
+def run_phase(
+    container: Container,
+    services: Services,
+    driver: Distillation,
+    environment: str,
+    minutes: float,
+    args: argparse.Namespace,
+    clock: float,
+) -> dict[str, Any]:
     """One evolution run on one environment until the wall-clock budget is spent; returns its timeline.
 
     The distillation driver (and its worker) outlives the phase, so a job in flight at the switch goes on."""
@@ -132,11 +158,21 @@ def run_phase(container: Container, services: Services, driver: Distillation, en
         levels = sorted({cell["difficulty"] for cell in latest.get("cells", [])})
         with container.db.session() as session:
             sampler = registry.rollout_sampler(session)
-        timeline.append({"minutes": round((time.monotonic() - clock) / 60, 2), "champion": champion(container),
-                         "sampler": sampler, "generation": len(generations), "attempts": attempts,
-                         "successes": successes, "levels": levels})
-        driver.notify(f"generation {len(generations)}: {successes}/{attempts} attempts passed at levels {levels} · "
-                      f"champion {timeline[-1]['champion']} · next rollouts by {sampler}")
+        timeline.append(
+            {
+                "minutes": round((time.monotonic() - clock) / 60, 2),
+                "champion": champion(container),
+                "sampler": sampler,
+                "generation": len(generations),
+                "attempts": attempts,
+                "successes": successes,
+                "levels": levels,
+            }
+        )
+        driver.notify(
+            f"generation {len(generations)}: {successes}/{attempts} attempts passed at levels {levels} · "
+            f"champion {timeline[-1]['champion']} · next rollouts by {sampler}"
+        )
         if time.monotonic() >= deadline:
             request_stop(container.db, run_id)
 
@@ -144,15 +180,31 @@ def run_phase(container: Container, services: Services, driver: Distillation, en
     harness = root.derive(sampling={"temperature": args.temperature})
     with container.db.session() as session:
         save_harness(session, root, status="promoted", rationale="the environment's default harness")
-        harness_id = save_harness(session, harness, parent_id=root.version_id,
-                                  rationale=f"bench_evolution: rollout temperature {args.temperature}")
-    config = parse_config({
-        "environments": [environment], "harnesses": {environment: harness_id},
-        "generations": 10_000, "batch_size": args.batch,
-        "samples_per_task": args.samples, "seed": args.seed, "model_version": champion(container),
-        "follow_champion": True, "rollout_sampler": args.sampler, "llm_share": args.llm_share, "judge": args.judge, "repair": args.repair,
-        "induce_skills": True, "hints": args.hints, "frontier": "learnable",
-    })
+        harness_id = save_harness(
+            session,
+            harness,
+            parent_id=root.version_id,
+            rationale=f"bench_evolution: rollout temperature {args.temperature}",
+        )
+    config = parse_config(
+        {
+            "environments": [environment],
+            "harnesses": {environment: harness_id},
+            "generations": 10_000,
+            "batch_size": args.batch,
+            "samples_per_task": args.samples,
+            "seed": args.seed,
+            "model_version": champion(container),
+            "follow_champion": True,
+            "rollout_sampler": args.sampler,
+            "llm_share": args.llm_share,
+            "judge": args.judge,
+            "repair": args.repair,
+            "induce_skills": True,
+            "hints": args.hints,
+            "frontier": "learnable",
+        }
+    )
     orchestrator = Orchestrator(services, between_generations=[driver.between_generations, after_generation])
     run_id = orchestrator.start(config, name=f"bench-evolution-{environment}")
     driver.notify(f"run {run_id} on {environment} for {minutes:g} min")
@@ -163,9 +215,16 @@ def run_phase(container: Container, services: Services, driver: Distillation, en
             for node, value in (summary.get("node_seconds") or {}).items():
                 key = "rollouts" if node == "execute" else "critic" if node == "critique" else "other_nodes"
                 seconds[key] += float(value)
-    return {"environment": environment, "run_id": run_id, "status": outcome.status, "node_seconds": seconds,
-            "generations": outcome.generations_done, "wall_minutes": round((time.monotonic() - started) / 60, 2),
-            "timeline": timeline, "training_in_flight_at_end": driver.in_flight()}
+    return {
+        "environment": environment,
+        "run_id": run_id,
+        "status": outcome.status,
+        "node_seconds": seconds,
+        "generations": outcome.generations_done,
+        "wall_minutes": round((time.monotonic() - started) / 60, 2),
+        "timeline": timeline,
+        "training_in_flight_at_end": driver.in_flight(),
+    }
 
 
 def promotions(container: Container) -> list[dict[str, Any]]:
@@ -177,23 +236,42 @@ def promotions(container: Container) -> list[dict[str, Any]]:
         gate = version.eval_scores.get("gate")
         if version.id == DEFAULT_MODEL_VERSION or gate is None or "previous" not in version.eval_scores:
             continue
-        out.append({"version": version.id, "parent": version.parent_id, "gate": gate,
-                    "p_value": version.eval_scores.get("gate_p_value"), "rows": version.training_metrics.get("rows"),
-                    "train_seconds": version.training_metrics.get("sft", {}).get("seconds"),
-                    "environments": version.training_metrics.get("environments"),
-                    "by_hint": version.training_metrics.get("by_hint")})
+        out.append(
+            {
+                "version": version.id,
+                "parent": version.parent_id,
+                "gate": gate,
+                "p_value": version.eval_scores.get("gate_p_value"),
+                "rows": version.training_metrics.get("rows"),
+                "train_seconds": version.training_metrics.get("sft", {}).get("seconds"),
+                "environments": version.training_metrics.get("environments"),
+                "by_hint": version.training_metrics.get("by_hint"),
+            }
+        )
     return out
 
 
 def candidates(container: Container) -> list[dict[str, Any]]:
     with container.db.session() as session:
         versions = [registry.VersionView.of(v) for v in repo.list_model_versions(session)]
-    return [{"version": v.id, "status": v.status, "reason": v.reason, "gate": v.eval_scores.get("gate"),
-             "p_value": v.eval_scores.get("gate_p_value"), "rows": v.training_metrics.get("rows"),
-             "by_hint": v.training_metrics.get("by_hint"), "counts": v.training_metrics.get("counts"),
-             "sft": {k: v.training_metrics.get("sft", {}).get(k)
-                     for k in ("first_loss", "last_loss", "steps", "seconds", "validation", "planned_steps")}}
-            for v in versions if v.id != DEFAULT_MODEL_VERSION]
+    return [
+        {
+            "version": v.id,
+            "status": v.status,
+            "reason": v.reason,
+            "gate": v.eval_scores.get("gate"),
+            "p_value": v.eval_scores.get("gate_p_value"),
+            "rows": v.training_metrics.get("rows"),
+            "by_hint": v.training_metrics.get("by_hint"),
+            "counts": v.training_metrics.get("counts"),
+            "sft": {
+                k: v.training_metrics.get("sft", {}).get(k)
+                for k in ("first_loss", "last_loss", "steps", "seconds", "validation", "planned_steps")
+            },
+        }
+        for v in versions
+        if v.id != DEFAULT_MODEL_VERSION
+    ]
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
@@ -211,18 +289,30 @@ def plot(report: dict[str, Any], path: Path) -> None:
         axis.step(xs, ys, where="post", linewidth=2, label="report-slice success of the champion (unseen families)")
         for point in curve:
             label = "base" if point["version"] == report["base_model"] else point["version"].split("-ft-")[-1][:8]
-            axis.annotate(f"{label} {100 * point['report']:.0f}%", (point["minutes"], 100 * point["report"]),
-                          textcoords="offset points", xytext=(3, 5), fontsize=7)
+            axis.annotate(
+                f"{label} {100 * point['report']:.0f}%",
+                (point["minutes"], 100 * point["report"]),
+                textcoords="offset points",
+                xytext=(3, 5),
+                fontsize=7,
+            )
         for phase in phases:
             if phase["environment"] == environment:
-                rollouts = [(e["minutes"], 100 * e["successes"] / e["attempts"]) for e in phase["timeline"]
-                            if e["attempts"]]
+                rollouts = [
+                    (e["minutes"], 100 * e["successes"] / e["attempts"]) for e in phase["timeline"] if e["attempts"]
+                ]
                 if rollouts:
-                    axis.scatter(*zip(*rollouts, strict=True), s=8, alpha=0.35, color="grey",
-                                 label="rollout success per generation (frontier tasks)")
+                    axis.scatter(
+                        *zip(*rollouts, strict=True),
+                        s=8,
+                        alpha=0.35,
+                        color="grey",
+                        label="rollout success per generation (frontier tasks)",
+                    )
         for phase in phases[1:]:
-            axis.axvline(phase["timeline"][0]["minutes"] if phase["timeline"] else end, color="black",
-                         linestyle=":", linewidth=1)
+            axis.axvline(
+                phase["timeline"][0]["minutes"] if phase["timeline"] else end, color="black", linestyle=":", linewidth=1
+            )
         axis.set_title(f"{environment}")
         axis.set_xlabel("wall-clock minutes on a 2-core CPU (rollouts, training and gates)")
         axis.set_ylabel("success (%)")
@@ -234,8 +324,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
     figure.savefig(path, dpi=120)
 
 
-def curve_for(container: Container, environment: str, phase_timelines: list[dict[str, Any]],
-              per_level: int) -> list[dict[str, Any]]:
+def curve_for(
+    container: Container, environment: str, phase_timelines: list[dict[str, Any]], per_level: int
+) -> list[dict[str, Any]]:
     """(minutes, champion, report-slice success) at the start and at every change of champion, over all phases."""
     points: list[dict[str, Any]] = [{"minutes": 0.0, "version": DEFAULT_MODEL_VERSION}]
     for phase in phase_timelines:
@@ -255,35 +346,59 @@ def main() -> None:
     parser.add_argument("--humaneval-limit", type=int, default=164, help="HumanEval tasks (0: skip)")
     parser.add_argument("--per-level", type=int, default=5, help="report-slice tasks per level (the curve)")
     parser.add_argument("--gate-envs", nargs="*", default=["string_ops"], help="other environments the gate checks")
-    parser.add_argument("--gate-per-level", type=int, default=3,
-                        help="gate tasks per level the candidate did not train on (a check that nothing got worse)")
+    parser.add_argument(
+        "--gate-per-level",
+        type=int,
+        default=3,
+        help="gate tasks per level the candidate did not train on (a check that nothing got worse)",
+    )
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--temperature", type=float, default=0.7, help="rollout sampling temperature")
-    parser.add_argument("--hints", nargs="+", default=["none", "glossary", "demonstrations", "partial", "full"],
-                        help="the teacher's hint ladder (none: no help)")
+    parser.add_argument(
+        "--hints",
+        nargs="+",
+        default=["none", "glossary", "demonstrations", "partial", "full"],
+        help="the teacher's hint ladder (none: no help)",
+    )
     parser.add_argument("--llm-share", type=float, default=0.0)
     parser.add_argument("--judge", action="store_true")
     parser.add_argument("--repair", action="store_true")
     parser.add_argument("--min-new", type=int, default=32)
     parser.add_argument("--steps", type=int, default=60, help="cap on training steps per job (planned from data)")
     parser.add_argument("--epochs", type=float, default=TrainingSettings().epochs, help="passes over a job's rows")
-    parser.add_argument("--sampler", choices=["better_candidate", "champion"], default="better_candidate",
-                        help="who rolls out: a refused candidate that beat the champion on the dev slice, or the champion")
-    parser.add_argument("--gate-looks", type=int, default=TrainingSettings().gate_looks,
-                        help="gate decisions pre-registered for the whole bench (alpha is spent evenly over them)")
-    parser.add_argument("--gate-focus", type=int, default=TrainingSettings().gate_focus_per_level,
-                        help="gate tasks per level the candidate trained on")
+    parser.add_argument(
+        "--sampler",
+        choices=["better_candidate", "champion"],
+        default="better_candidate",
+        help="who rolls out: a refused candidate that beat the champion on the dev slice, or the champion",
+    )
+    parser.add_argument(
+        "--gate-looks",
+        type=int,
+        default=TrainingSettings().gate_looks,
+        help="gate decisions pre-registered for the whole bench (alpha is spent evenly over them)",
+    )
+    parser.add_argument(
+        "--gate-focus",
+        type=int,
+        default=TrainingSettings().gate_focus_per_level,
+        help="gate tasks per level the candidate trained on",
+    )
     parser.add_argument("--train-batch", type=int, default=4)
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", default=str(ROOT / ".bench-evolution"))
     parser.add_argument("--keep", action="store_true", help="reuse the work directory (resume a partial bench)")
     parser.add_argument("--out", default=str(RESULTS / "bench_evolution.json"))
-    parser.add_argument("--no-ablation", action="store_true",
-                        help="skip retraining the final lineage without privileged-hint rows")
-    parser.add_argument("--report-only", action="store_true",
-                        help="skip the loop: score the kept work directory's releases from its <out>.phases.json")
+    parser.add_argument(
+        "--no-ablation", action="store_true", help="skip retraining the final lineage without privileged-hint rows"
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="skip the loop: score the kept work directory's releases from its <out>.phases.json",
+    )
     args = parser.parse_args()
     if args.report_only:
         args.keep = True
@@ -305,13 +420,13 @@ def main() -> None:
         phases = json.loads(kept.read_text())
         loop_minutes = max(entry["minutes"] for phase in phases for entry in phase["timeline"])
     else:
-        with (open_services(container) as services,
-              open_distillation(container, services.bus, notify=note) as driver):
+        with open_services(container) as services, open_distillation(container, services.bus, notify=note) as driver:
             assert driver is not None
             phases = [run_phase(container, services, driver, "arithmetic", args.minutes, args, loop_clock)]
             if args.python_minutes > 0:
-                phases.append(run_phase(container, services, driver, "python_functions", args.python_minutes, args,
-                                        loop_clock))
+                phases.append(
+                    run_phase(container, services, driver, "python_functions", args.python_minutes, args, loop_clock)
+                )
         loop_minutes = (time.monotonic() - loop_clock) / 60
         kept.write_text(json.dumps(phases, indent=2, default=str) + "\n")
     environments = ["arithmetic"] + (["python_functions"] if args.python_minutes > 0 else [])
@@ -324,18 +439,37 @@ def main() -> None:
     for env in checked:
         base = report_score(container, DEFAULT_MODEL_VERSION, env, args.per_level)["score"]
         last = report_score(container, final, env, args.per_level)["score"]
-        summary[env] = {"base": base, "final": last, "weights_only": last, "harness_only": base,
-                        "harness_evolved": False}
-    summary["arithmetic_transfer"] = {"base": transfer_score(container, DEFAULT_MODEL_VERSION)["score"],
-                                      "final": transfer_score(container, final)["score"]}
-    humaneval = ({"base": humaneval_pass1(container, DEFAULT_MODEL_VERSION, args.humaneval_limit or None),
-                  "final": humaneval_pass1(container, final, args.humaneval_limit or None)}
-                 if args.humaneval_limit else {})
+        summary[env] = {
+            "base": base,
+            "final": last,
+            "weights_only": last,
+            "harness_only": base,
+            "harness_evolved": False,
+        }
+    summary["arithmetic_transfer"] = {
+        "base": transfer_score(container, DEFAULT_MODEL_VERSION)["score"],
+        "final": transfer_score(container, final)["score"],
+    }
+    humaneval = (
+        {
+            "base": humaneval_pass1(container, DEFAULT_MODEL_VERSION, args.humaneval_limit or None),
+            "final": humaneval_pass1(container, final, args.humaneval_limit or None),
+        }
+        if args.humaneval_limit
+        else {}
+    )
     if humaneval:
-        summary["humaneval"] = {"base": humaneval["base"]["pass_at_1"], "final": humaneval["final"]["pass_at_1"],
-                                "tasks": humaneval["base"]["n_tasks"]}
-    summary["targets"] = {"arithmetic_final_minus_base": 0.30, "arithmetic_weights_only_minus_base": 0.15,
-                          "arithmetic_transfer_final_minus_base": 0.10, "python_functions_final_minus_base": 0.10}
+        summary["humaneval"] = {
+            "base": humaneval["base"]["pass_at_1"],
+            "final": humaneval["final"]["pass_at_1"],
+            "tasks": humaneval["base"]["n_tasks"],
+        }
+    summary["targets"] = {
+        "arithmetic_final_minus_base": 0.30,
+        "arithmetic_weights_only_minus_base": 0.15,
+        "arithmetic_transfer_final_minus_base": 0.10,
+        "python_functions_final_minus_base": 0.10,
+    }
     summary["final_model"] = final
     summary["loop_minutes"] = round(loop_minutes, 1)
     rows_by_hint: dict[str, int] = {}
@@ -346,12 +480,19 @@ def main() -> None:
         "summary": summary,
         "benchmark": "bench_evolution",
         "settings": {k: v for k, v in vars(args).items() if k not in ("work", "out")},
-        "base_model": DEFAULT_MODEL_VERSION, "final_model": final,
-        "curves": curves, "phases": phases, "promotions": promotions(container), "candidates": candidates(container),
-        "rows_by_hint": rows_by_hint, "humaneval": humaneval,
-        "seconds": {"loop_wall": round(loop_minutes * 60, 1),
-                    "nodes": {phase["environment"]: phase["node_seconds"] for phase in phases},
-                    "training": sum((c["sft"].get("seconds") or 0.0) for c in candidates(container))},
+        "base_model": DEFAULT_MODEL_VERSION,
+        "final_model": final,
+        "curves": curves,
+        "phases": phases,
+        "promotions": promotions(container),
+        "candidates": candidates(container),
+        "rows_by_hint": rows_by_hint,
+        "humaneval": humaneval,
+        "seconds": {
+            "loop_wall": round(loop_minutes * 60, 1),
+            "nodes": {phase["environment"]: phase["node_seconds"] for phase in phases},
+            "training": sum((c["sft"].get("seconds") or 0.0) for c in candidates(container)),
+        },
         "total_minutes": round((time.monotonic() - clock) / 60, 1),
     }
     out.write_text(json.dumps(report, indent=2, default=str) + "\n")

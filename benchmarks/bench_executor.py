@@ -37,7 +37,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=32)
     parser.add_argument("--samples", type=int, default=4)
-    parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache/test-models")))
+    parser.add_argument(
+        "--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache/test-models"))
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/bench_executor.json")
     args = parser.parse_args()
 
@@ -51,7 +53,9 @@ def main() -> None:
     tasks = [env.generate(rng.choice([1, 2]), rng) for _ in range(args.tasks)]
     harness = default_harness("arithmetic", env.answer_format)
     executor = Executor(gateway, {"arithmetic": env}, max_concurrency=args.tasks * args.samples)
-    request = ExecutorInput(tasks=tasks, model_version=MODEL, harnesses={"arithmetic": harness}, samples_per_task=args.samples)
+    request = ExecutorInput(
+        tasks=tasks, model_version=MODEL, harnesses={"arithmetic": harness}, samples_per_task=args.samples
+    )
 
     executor.run(request.model_copy(update={"tasks": tasks[:2], "samples_per_task": 1}))  # warm-up
 
@@ -104,22 +108,24 @@ def main() -> None:
         "model_calls": out.model_calls,
         "steps_mean": sum(a.steps for a in out.attempts) / len(out.attempts),
         "answered": sum(a.answer is not None for a in out.attempts),
-        "passed": sum(
-            a.answer is not None and env.verify(tasks[a.task_index], a.answer).passed for a in out.attempts
-        ),
+        "passed": sum(a.answer is not None and env.verify(tasks[a.task_index], a.answer).passed for a in out.attempts),
         "raw_engine_tokens_per_s": raw_tps,
         "kept_share": loop_tps / raw_tps,
         "load_average": load,
     }
-    table = Table(title=f"executor throughput ({args.tasks} arithmetic tasks x {args.samples} samples, load {load:.1f})")
+    table = Table(
+        title=f"executor throughput ({args.tasks} arithmetic tasks x {args.samples} samples, load {load:.1f})"
+    )
     table.add_column("measure")
     table.add_column("value", justify="right")
     table.add_row("episodes / minute", f"{result['episodes_per_minute']:.1f}")
     table.add_row("executor generated tokens / s", f"{loop_tps:.1f}")
     table.add_row("raw engine tokens / s (same prompts, batched)", f"{raw_tps:.1f}")
     table.add_row("share of raw kept (target >= 70%)", f"{result['kept_share']:.0%}")
-    table.add_row("engine busy share / rows per step (time-weighted)",
-                  f"{result['engine_decode_share']:.0%} / {rows_per_step:.1f}")
+    table.add_row(
+        "engine busy share / rows per step (time-weighted)",
+        f"{result['engine_decode_share']:.0%} / {rows_per_step:.1f}",
+    )
     table.add_row("model calls / mean steps", f"{out.model_calls} / {result['steps_mean']:.2f}")
     table.add_row("answered / passed", f"{result['answered']} / {result['passed']} of {len(out.attempts)}")
     Console().print(table)

@@ -49,8 +49,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-level", type=int, default=10)
     parser.add_argument("--envs", nargs="+", default=["arithmetic", "string_ops", "python_functions"])
-    parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE",
-                                                                           REPO / ".cache" / "test-models")))
+    parser.add_argument(
+        "--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache" / "test-models"))
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "bench_formats.json")
     args = parser.parse_args()
 
@@ -78,9 +79,13 @@ def main() -> None:
         wins = sum(1 for k in f32 if q8[k] > f32[k])
         losses = sum(1 for k in f32 if q8[k] < f32[k])
         environments[name] = {
-            "tasks": len(f32), "f32": sum(f32.values()) / len(f32), "q8_0": sum(q8.values()) / len(q8),
+            "tasks": len(f32),
+            "f32": sum(f32.values()) / len(f32),
+            "q8_0": sum(q8.values()) / len(q8),
             "verdicts_agree": sum(1 for k in f32 if q8[k] == f32[k]) / len(f32),
-            "q8_only_passed": wins, "f32_only_passed": losses, "sign_test_p": two_sided_sign_test(wins, losses),
+            "q8_only_passed": wins,
+            "f32_only_passed": losses,
+            "sign_test_p": two_sided_sign_test(wins, losses),
         }
     pooled_wins = sum(e["q8_only_passed"] for e in environments.values())
     pooled_losses = sum(e["f32_only_passed"] for e in environments.values())
@@ -95,15 +100,35 @@ def main() -> None:
     for column in ("environment", "tasks", "F32", "Q8_0", "verdicts agree", "Q8 only / F32 only", "sign test p"):
         table.add_column(column, justify="right")
     for name, e in environments.items():
-        table.add_row(name, str(e["tasks"]), f"{e['f32']:.1%}", f"{e['q8_0']:.1%}", f"{e['verdicts_agree']:.0%}",
-                      f"{e['q8_only_passed']} / {e['f32_only_passed']}", f"{e['sign_test_p']:.2f}")
+        table.add_row(
+            name,
+            str(e["tasks"]),
+            f"{e['f32']:.1%}",
+            f"{e['q8_0']:.1%}",
+            f"{e['verdicts_agree']:.0%}",
+            f"{e['q8_only_passed']} / {e['f32_only_passed']}",
+            f"{e['sign_test_p']:.2f}",
+        )
     Console().print(table)
     verdict = "within" if summary["within_noise"] else "beyond"
-    Console().print(f"pooled: p = {summary['pooled_sign_test_p']:.2f} ({verdict}"
-                    f" noise); seconds F32 {seconds['f32']:.0f}, Q8_0 {seconds['q8_0']:.0f}")
+    Console().print(
+        f"pooled: p = {summary['pooled_sign_test_p']:.2f} ({verdict}"
+        f" noise); seconds F32 {seconds['f32']:.0f}, Q8_0 {seconds['q8_0']:.0f}"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"summary": summary, "environments": environments, "seconds": seconds,
-                                    "per_level": args.per_level, "load_average": os.getloadavg()}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "summary": summary,
+                "environments": environments,
+                "seconds": seconds,
+                "per_level": args.per_level,
+                "load_average": os.getloadavg(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ Per environment: harness-critic rounds (challengers from bootstrapped demonstrat
 harness_critic model; champion/challenger on the development slice) until the minutes are spent. The default and
 the final harness are then scored as they run (their own sampling and samples per task, a task passing when half
 its samples pass) on the report slice, which no round ever sees. With no rollouts in between, the demonstrations
-source has nothing to draw from here; the knob search and the rewrite do the work. Writes benchmarks/results/bench_harness.json (top-level ``summary``:
+source has nothing to draw from here; the knob search and the rewrite do the work.
+Writes benchmarks/results/bench_harness.json (top-level ``summary``:
 per environment ``default`` and ``final`` as fractions) and prints a table.
 
 Run: .venv/bin/python benchmarks/bench_harness.py [--minutes 10] [--env arithmetic string_ops]
@@ -64,25 +65,52 @@ def main() -> None:
         before = report(container, env_name, default, args.per_level)
         started, rounds = time.monotonic(), []
         while time.monotonic() - started < args.minutes * 60:
-            out = run_round(container.db, container.gateway, env, model_version=DEFAULT_MODEL_VERSION,
-                            settings=settings.harness_critic, default=default, round_=len(rounds))
-            rounds.append({"round": len(rounds), "champion": out.champion_id, "promoted": out.promoted,
-                           "challengers": len(out.challengers), "invalid": len(out.invalid),
-                           "tasks_evaluated": out.tasks_evaluated,
-                           "seconds": round(time.monotonic() - started, 1)})
-            print(f"{env_name} round {len(rounds)}: {len(out.challengers)} challengers, "
-                  f"promoted {out.promoted or 'none'}", flush=True)
+            out = run_round(
+                container.db,
+                container.gateway,
+                env,
+                model_version=DEFAULT_MODEL_VERSION,
+                settings=settings.harness_critic,
+                default=default,
+                round_=len(rounds),
+            )
+            rounds.append(
+                {
+                    "round": len(rounds),
+                    "champion": out.champion_id,
+                    "promoted": out.promoted,
+                    "challengers": len(out.challengers),
+                    "invalid": len(out.invalid),
+                    "tasks_evaluated": out.tasks_evaluated,
+                    "seconds": round(time.monotonic() - started, 1),
+                }
+            )
+            print(
+                f"{env_name} round {len(rounds)}: {len(out.challengers)} challengers, "
+                f"promoted {out.promoted or 'none'}",
+                flush=True,
+            )
         final_id, final = current_harness(container.db, env, default)
         after = report(container, env_name, final, args.per_level) if final_id != default.version_id else before
         with container.db.session() as session:
             lineage = lineage_rows(session, env_name)
         summary[env_name] = {"default": before["score"], "final": after["score"]}
-        details[env_name] = {"default": before, "final": {**after, "harness": final_id}, "rounds": rounds,
-                             "lineage": lineage}
+        details[env_name] = {
+            "default": before,
+            "final": {**after, "harness": final_id},
+            "rounds": rounds,
+            "lineage": lineage,
+        }
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps({"summary": summary, "benchmark": "bench_harness", "settings": vars(args),
-                                    "environments": details}, indent=2, default=str) + "\n")
+    out_path.write_text(
+        json.dumps(
+            {"summary": summary, "benchmark": "bench_harness", "settings": vars(args), "environments": details},
+            indent=2,
+            default=str,
+        )
+        + "\n"
+    )
     print(f"\n{'environment':<14}{'default':>10}{'final':>10}")
     for env_name, row in summary.items():
         print(f"{env_name:<14}{row['default']:>10.1%}{row['final']:>10.1%}")

@@ -91,8 +91,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--temperatures", type=float, nargs="+", default=(0.7, 1.0))
     parser.add_argument("--teacher-temperature", type=float, default=0.7)
-    parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE",
-                                                                           REPO / ".cache" / "test-models")))
+    parser.add_argument(
+        "--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache" / "test-models"))
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "bench_hints.json")
     args = parser.parse_args()
 
@@ -110,8 +111,13 @@ def main() -> None:
     results: dict[str, dict[str, object]] = {}
     seconds: dict[str, float] = {}
 
-    def run(label: str, harness: HarnessSpec, samples: int, help_level: HintLevel | None = None,
-            demos: list[FewShotExample] | None = None) -> list[Attempt]:
+    def run(
+        label: str,
+        harness: HarnessSpec,
+        samples: int,
+        help_level: HintLevel | None = None,
+        demos: list[FewShotExample] | None = None,
+    ) -> list[Attempt]:
         help = {}
         if help_level is not None:
             for index, task in enumerate(tasks):
@@ -121,21 +127,32 @@ def main() -> None:
                     pass
         started = time.perf_counter()
         prefilled = engine.prefix_stats["prefilled_tokens"]
-        out = executor.run(ExecutorInput(tasks=tasks, model_version=MODEL, harnesses={env.name: harness},
-                                         samples_per_task=samples, seed=11, help=help))
+        out = executor.run(
+            ExecutorInput(
+                tasks=tasks,
+                model_version=MODEL,
+                harnesses={env.name: harness},
+                samples_per_task=samples,
+                seed=11,
+                help=help,
+            )
+        )
         seconds[label] = time.perf_counter() - started
         results[label] = score(env.name, tasks, out.attempts)
         steps = [step for step in engine.steps if step.at >= started]  # the engine keeps the last 2,000 steps
         results[label]["engine"] = {
-            "steps": len(steps), "decode_seconds": sum(s.seconds for s in steps),
+            "steps": len(steps),
+            "decode_seconds": sum(s.seconds for s in steps),
             "generated_tokens": sum(a.completion_tokens for a in out.attempts),
             "prefilled_tokens": engine.prefix_stats["prefilled_tokens"] - prefilled,
             "mean_rows_per_step": sum(s.rows for s in steps) / max(1, len(steps)),
             "episode_steps_mean": sum(a.steps for a in out.attempts) / max(1, len(out.attempts)),
         }
         partial_report()
-        console.print(f"{label}: pass@{samples} {results[label]['pass_at_k']:.0%} "
-                      f"(sound {results[label]['sound_at_k']:.0%}) in {seconds[label]:.0f} s")
+        console.print(
+            f"{label}: pass@{samples} {results[label]['pass_at_k']:.0%} "
+            f"(sound {results[label]['sound_at_k']:.0%}) in {seconds[label]:.0f} s"
+        )
         return out.attempts
 
     def partial_report() -> None:
@@ -151,10 +168,20 @@ def main() -> None:
 
     # worked examples: the model's own verified, process-sound successes on other (easier) training tasks
     demo_tasks = tasks_for(env.name, DEMO_LEVELS, 8, seed=2)
-    out = executor.run(ExecutorInput(tasks=demo_tasks, model_version=MODEL, harnesses={env.name: teacher},
-                                     samples_per_task=args.samples, seed=12,
-                                     help={i: help_for(t, env, HintLevel.GLOSSARY) for i, t in enumerate(demo_tasks)
-                                           if _has(env, HintLevel.GLOSSARY, t)}))
+    out = executor.run(
+        ExecutorInput(
+            tasks=demo_tasks,
+            model_version=MODEL,
+            harnesses={env.name: teacher},
+            samples_per_task=args.samples,
+            seed=12,
+            help={
+                i: help_for(t, env, HintLevel.GLOSSARY)
+                for i, t in enumerate(demo_tasks)
+                if _has(env, HintLevel.GLOSSARY, t)
+            },
+        )
+    )
     demos: list[FewShotExample] = []
     for attempt in out.attempts:
         task = demo_tasks[attempt.task_index]
@@ -168,9 +195,14 @@ def main() -> None:
         run(f"hint: {level.value}", teacher, args.samples, level, demos)
 
     started = time.perf_counter()
-    ladder = run_ladder(executor, ExecutorInput(tasks=tasks, model_version=MODEL, harnesses={env.name: teacher},
-                                                samples_per_task=args.samples, seed=13),
-                        environments, demonstrations={env.name: demos})
+    ladder = run_ladder(
+        executor,
+        ExecutorInput(
+            tasks=tasks, model_version=MODEL, harnesses={env.name: teacher}, samples_per_task=args.samples, seed=13
+        ),
+        environments,
+        demonstrations={env.name: demos},
+    )
     seconds["ladder"] = time.perf_counter() - started
     results["ladder"] = score(env.name, tasks, ladder.attempts)
     solved_by = defaultdict(int)
@@ -188,23 +220,37 @@ def main() -> None:
     for label, result in results.items():
         per_level = result["per_level"]
         assert isinstance(per_level, dict)
-        table.add_row(label, f"{result['pass_at_k']:.0%}", f"{result['sound_at_k']:.0%}",
-                      *[f"{per_level.get(str(level), 0.0):.0%}" for level in LEVELS], f"{seconds[label]:.0f}")
+        table.add_row(
+            label,
+            f"{result['pass_at_k']:.0%}",
+            f"{result['sound_at_k']:.0%}",
+            *[f"{per_level.get(str(level), 0.0):.0%}" for level in LEVELS],
+            f"{seconds[label]:.0f}",
+        )
     console.print(table)
     console.print("ladder: tasks first solved at " + ", ".join(f"{k} {v}" for k, v in solved_by.items()))
     summary = {
         "student_greedy": results["student greedy"]["pass_at_k"],
         **{f"no_hint_pass_at_{args.samples}_t{t}": results[f"no hint T={t}"]["pass_at_k"] for t in args.temperatures},
-        **{f"{level.value}_pass_at_{args.samples}": results[f"hint: {level.value}"]["pass_at_k"]
-           for level in (HintLevel.GLOSSARY, HintLevel.DEMONSTRATIONS, HintLevel.PARTIAL, HintLevel.FULL)},
+        **{
+            f"{level.value}_pass_at_{args.samples}": results[f"hint: {level.value}"]["pass_at_k"]
+            for level in (HintLevel.GLOSSARY, HintLevel.DEMONSTRATIONS, HintLevel.PARTIAL, HintLevel.FULL)
+        },
         "ladder_pass_at_k": results["ladder"]["pass_at_k"],
         "ladder_sound_at_k": results["ladder"]["sound_at_k"],
         "ladder_solved_at": dict(solved_by),
     }
-    report = {"summary": summary, "results": results, "seconds": seconds, "tasks": len(tasks),
-              "samples": args.samples, "demonstrations": len(demos),
-              "ladder_rungs": [r.model_dump(mode="json") for r in ladder.rungs],
-              "engine": "llama.cpp Q8_0 (embedded default)", "load_average": os.getloadavg()}
+    report = {
+        "summary": summary,
+        "results": results,
+        "seconds": seconds,
+        "tasks": len(tasks),
+        "samples": args.samples,
+        "demonstrations": len(demos),
+        "ladder_rungs": [r.model_dump(mode="json") for r in ladder.rungs],
+        "engine": "llama.cpp Q8_0 (embedded default)",
+        "load_average": os.getloadavg(),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
 

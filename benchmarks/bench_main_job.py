@@ -43,8 +43,9 @@ def main() -> None:
     clone = work / "clone"
     try:
         subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True, capture_output=True,
-                                text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True, capture_output=True, text=True
+        ).stdout.strip()
         wheel_cached = any((Path.home() / ".cache" / "lamarck" / "wheels").glob("llama-cpp-python*"))
         setup_s = timed(["make", "setup"], clone, work / "setup.log")
         run_s = timed(["make", "run"], clone, work / "run.log")

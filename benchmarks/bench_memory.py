@@ -79,8 +79,12 @@ UNITS = ["meters", "feet", "seconds", "minutes", "grams", "pounds"]
 
 def lesson_text(rng: random.Random) -> tuple[str, dict[str, Any]]:
     situation = rng.choice(SITUATIONS).format(
-        a=rng.randint(2, 9999), b=rng.randint(2, 9999), tool=rng.choice(TOOLS), arg=rng.choice("xyzn"),
-        unit=rng.choice(UNITS), unit2=rng.choice(UNITS),
+        a=rng.randint(2, 9999),
+        b=rng.randint(2, 9999),
+        tool=rng.choice(TOOLS),
+        arg=rng.choice("xyzn"),
+        unit=rng.choice(UNITS),
+        unit2=rng.choice(UNITS),
     )
     environment = rng.choice(ENVIRONMENTS)
     text = f"In the {environment} environment, when {situation}, {rng.choice(ADVICE)}."
@@ -127,16 +131,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pool = [lesson_text(rng) for _ in range(args.pool)]
     console.log(f"embedding {args.pool} lesson texts")
     pool_vectors, seconds = timed(ef.embed, [text for text, _ in pool])
-    results["embedding"] = {"texts": args.pool, "seconds": seconds, "texts_per_s": args.pool / seconds,
-                            "batch_size": args.batch_size}
+    results["embedding"] = {
+        "texts": args.pool,
+        "seconds": seconds,
+        "texts_per_s": args.pool / seconds,
+        "batch_size": args.batch_size,
+    }
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-memory-"))
     settings = MemorySettings(max_lessons=max(args.sizes) + args.e2e + 1, max_entries=max(args.sizes) + 1)
     try:
         with ChromaMemory.embedded(workdir / "chroma", settings) as memory:
             console.log(f"indexing {args.e2e} lessons end to end (embedding + insert)")
-            e2e = [MemoryRecord(id=f"e2e-{i}", text=t, metadata=m)
-                   for i, (t, m) in enumerate(lesson_text(rng) for _ in range(args.e2e))]
+            e2e = [
+                MemoryRecord(id=f"e2e-{i}", text=t, metadata=m)
+                for i, (t, m) in enumerate(lesson_text(rng) for _ in range(args.e2e))
+            ]
             _, seconds = timed(memory.lessons.add, e2e)
             results["index_end_to_end"] = {"lessons": args.e2e, "seconds": seconds, "lessons_per_s": args.e2e / seconds}
             memory.drop("lessons")
@@ -151,13 +161,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 insert_seconds = fill(collection, filled, size, pool, pool_vectors, nprng, rng, args)
                 added, filled = size - filled, size
                 console.log(f"querying at {size} entries")
-                row = {"entries": collection.count(), "inserted": added, "insert_seconds": insert_seconds,
-                       "insert_vectors_per_s": added / insert_seconds}
+                row = {
+                    "entries": collection.count(),
+                    "inserted": added,
+                    "insert_seconds": insert_seconds,
+                    "insert_vectors_per_s": added / insert_seconds,
+                }
                 results["sizes"].append(row | measure_queries(collection, queries, query_vectors, args))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    results["vectors"] = "real embeddings of every entry" if args.real_vectors else (
-        f"derived: real embeddings of {args.pool} texts + N(0, {args.noise}) noise, renormalised"
+    results["vectors"] = (
+        "real embeddings of every entry"
+        if args.real_vectors
+        else (f"derived: real embeddings of {args.pool} texts + N(0, {args.noise}) noise, renormalised")
     )
     return results
 
@@ -189,25 +205,43 @@ def measure_batching(args: argparse.Namespace) -> dict[str, Any]:
     episodes = len(prompts) * args.samples
     batched_s, one_by_one_s = statistics.median(batched), statistics.median(one_by_one)
     return {
-        "prompts": len(prompts), "samples_per_prompt": args.samples, "repeats": args.batching_repeats,
+        "prompts": len(prompts),
+        "samples_per_prompt": args.samples,
+        "repeats": args.batching_repeats,
         "mean_prompt_chars": statistics.fmean(len(p) for p in prompts),
-        "one_by_one_seconds": one_by_one_s, "batched_seconds": batched_s, "speedup": one_by_one_s / batched_s,
-        "one_by_one_runs": one_by_one, "batched_runs": batched,
-        "cached_seconds": cached_seconds, "cached_texts_embedded": again.texts, "cached_hits": again.cache_hits,
-        "one_by_one_seconds_per_episode": one_by_one_s / episodes, "batched_seconds_per_episode": batched_s / episodes,
+        "one_by_one_seconds": one_by_one_s,
+        "batched_seconds": batched_s,
+        "speedup": one_by_one_s / batched_s,
+        "one_by_one_runs": one_by_one,
+        "batched_runs": batched,
+        "cached_seconds": cached_seconds,
+        "cached_texts_embedded": again.texts,
+        "cached_hits": again.cache_hits,
+        "one_by_one_seconds_per_episode": one_by_one_s / episodes,
+        "batched_seconds_per_episode": batched_s / episodes,
     }
 
 
-def fill(collection: Any, start: int, end: int, pool: list, pool_vectors: np.ndarray, nprng: np.random.Generator,
-         rng: random.Random, args: argparse.Namespace) -> float:
+def fill(
+    collection: Any,
+    start: int,
+    end: int,
+    pool: list,
+    pool_vectors: np.ndarray,
+    nprng: np.random.Generator,
+    rng: random.Random,
+    args: argparse.Namespace,
+) -> float:
     """Adds entries start..end-1 in batches; returns seconds spent inserting (vector derivation excluded)."""
     ef = MiniLMEmbedding(batch_size=args.batch_size)
     total = 0.0
     for batch_start in range(start, end, args.insert_batch):
         batch_end = min(end, batch_start + args.insert_batch)
         rows = [pool[rng.randrange(len(pool))] for _ in range(batch_end - batch_start)]
-        records = [MemoryRecord(id=f"l{i}", text=f"{text} (#{i})", metadata=meta)
-                   for i, (text, meta) in zip(range(batch_start, batch_end), rows, strict=True)]
+        records = [
+            MemoryRecord(id=f"l{i}", text=f"{text} (#{i})", metadata=meta)
+            for i, (text, meta) in zip(range(batch_start, batch_end), rows, strict=True)
+        ]
         if args.real_vectors:
             vectors = ef.embed([r.text for r in records])
         else:
@@ -222,11 +256,21 @@ def measure_queries(collection: Any, queries: list[str], vectors: np.ndarray, ar
     for vector in vectors[:5]:  # warm the index
         chroma.query(query_embeddings=[vector], n_results=args.k)
     end_to_end = [timed(collection.query, text, args.k)[1] for text in queries[: args.e2e_queries]]
-    search = [timed(chroma.query, query_embeddings=[v], n_results=args.k, include=["documents", "metadatas",
-                    "distances"])[1] for v in vectors]
+    search = [
+        timed(chroma.query, query_embeddings=[v], n_results=args.k, include=["documents", "metadatas", "distances"])[1]
+        for v in vectors
+    ]
     where = {"$and": [{"environment": {"$eq": "arithmetic"}}, {"difficulty": {"$gte": 2}}, {"difficulty": {"$lte": 4}}]}
-    filtered = [timed(chroma.query, query_embeddings=[v], n_results=args.k, where=where,
-                      include=["documents", "metadatas", "distances"])[1] for v in vectors]
+    filtered = [
+        timed(
+            chroma.query,
+            query_embeddings=[v],
+            n_results=args.k,
+            where=where,
+            include=["documents", "metadatas", "distances"],
+        )[1]
+        for v in vectors
+    ]
     _, evict_rank_seconds = timed(collection.eviction_candidates, 100)
     return {
         "query_end_to_end": percentiles(end_to_end),
@@ -243,19 +287,26 @@ def render(results: dict[str, Any]) -> None:
     table.add_column("value", justify="right")
     if "batching" in results:
         b = results["batching"]
-        table.add_row(f"{b['prompts']} task prompts: one by one vs one batch (median of {b['repeats']})",
-                      f"{b['one_by_one_seconds']:.2f} s vs {b['batched_seconds']:.2f} s ({b['speedup']:.1f}x)")
-        table.add_row("  embedding seconds per episode, batched (one episode per prompt)",
-                      f"{b['batched_seconds_per_episode'] * 1000:.1f} ms")
-        table.add_row(f"  the same prompts again, through the cache ({b['cached_texts_embedded']} embedded)",
-                      f"{b['cached_seconds'] * 1000:.1f} ms")
+        table.add_row(
+            f"{b['prompts']} task prompts: one by one vs one batch (median of {b['repeats']})",
+            f"{b['one_by_one_seconds']:.2f} s vs {b['batched_seconds']:.2f} s ({b['speedup']:.1f}x)",
+        )
+        table.add_row(
+            "  embedding seconds per episode, batched (one episode per prompt)",
+            f"{b['batched_seconds_per_episode'] * 1000:.1f} ms",
+        )
+        table.add_row(
+            f"  the same prompts again, through the cache ({b['cached_texts_embedded']} embedded)",
+            f"{b['cached_seconds'] * 1000:.1f} ms",
+        )
     if "embedding" not in results:
         console.print(table)
         console.print(f"written to {RESULTS}")
         return
     emb = results["embedding"]
-    table.add_row(f"embedding throughput ({emb['texts']} texts, batch {emb['batch_size']})",
-                  f"{emb['texts_per_s']:.0f} texts/s")
+    table.add_row(
+        f"embedding throughput ({emb['texts']} texts, batch {emb['batch_size']})", f"{emb['texts_per_s']:.0f} texts/s"
+    )
     e2e = results["index_end_to_end"]
     table.add_row(
         f"lessons indexed end to end ({e2e['lessons']}, embed + insert)", f"{e2e['lessons_per_s']:.0f} lessons/s"
@@ -263,9 +314,11 @@ def render(results: dict[str, Any]) -> None:
     for row in results["sizes"]:
         n = f"{row['entries']:,}"
         table.add_row(f"[{n}] insert, precomputed vectors", f"{row['insert_vectors_per_s']:.0f} vectors/s")
-        for key, label in (("query_end_to_end", "query p50 / p95, text -> embed -> search, k=5"),
-                           ("search_only", "search p50 / p95, precomputed vector, k=5"),
-                           ("search_filtered", "search p50 / p95, env + difficulty filter")):
+        for key, label in (
+            ("query_end_to_end", "query p50 / p95, text -> embed -> search, k=5"),
+            ("search_only", "search p50 / p95, precomputed vector, k=5"),
+            ("search_filtered", "search p50 / p95, env + difficulty filter"),
+        ):
             stats = row[key]
             table.add_row(f"[{n}] {label} (n={stats['n']})", f"{stats['p50_ms']:.1f} / {stats['p95_ms']:.1f} ms")
         table.add_row(f"[{n}] eviction ranking (scan all metadata)", f"{row['eviction_rank_seconds']:.2f} s")
@@ -296,8 +349,11 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=64, help="task prompts in the batching comparison")
     parser.add_argument("--samples", type=int, default=1, help="episodes per prompt, for the per-episode cost")
     parser.add_argument("--batching-repeats", type=int, default=3)
-    parser.add_argument("--only-batching", action="store_true",
-                        help="measure only the batching comparison and merge it into the existing JSON")
+    parser.add_argument(
+        "--only-batching",
+        action="store_true",
+        help="measure only the batching comparison and merge it into the existing JSON",
+    )
     args = parser.parse_args()
     previous = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     if args.only_batching:
@@ -305,8 +361,11 @@ def main() -> None:
     else:
         results = run(args)
     results["batching"] = measure_batching(args)
-    results["summary"] = {**previous.get("summary", {}), **results.get("summary", {}),
-                          "embedding_seconds_per_episode": results["batching"]["batched_seconds_per_episode"]}
+    results["summary"] = {
+        **previous.get("summary", {}),
+        **results.get("summary", {}),
+        "embedding_seconds_per_episode": results["batching"]["batched_seconds_per_episode"],
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
     render(results)

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +105,9 @@ def union_within(intervals: list[Interval], window: Interval) -> float:
 
 
 def scripted_gateway(db: Database, latency: float) -> tuple[LLMGateway, Any]:
-    from scripted_llm import ScriptedLLM, scripted_provider
     from test_orchestrator_support import responder, scripted_routes
+
+    from scripted_llm import ScriptedLLM, scripted_provider
 
     context = scripted_provider(ScriptedLLM(responder(latency)))
     context.__enter__()
@@ -124,10 +125,12 @@ def local_gateway(db: Database, store_root: Path) -> tuple[LLMGateway, Any]:
     engine = LocalEngine(store, EngineSettings())
     register_local_provider(engine)
     with db.session() as session:
-        repo.register_model_version(session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION,
-                                    status="promoted")
-    gateway = LLMGateway(ModelRoutes(), GatewaySettings(retries=0), db=db,
-                         ensure_local_provider=lambda: register_local_provider(engine))
+        repo.register_model_version(
+            session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION, status="promoted"
+        )
+    gateway = LLMGateway(
+        ModelRoutes(), GatewaySettings(retries=0), db=db, ensure_local_provider=lambda: register_local_provider(engine)
+    )
     return gateway, engine
 
 
@@ -141,16 +144,24 @@ def run_scenario(name: str, config: RunConfig, args: argparse.Namespace) -> list
         gateway, closer = local_gateway(db, Path(args.store))
     memory = ChromaMemory.embedded(workdir / "chroma")
     sandbox = TimedSandbox(Sandbox(SandboxSettings()))
-    services = Services(db=db, gateway=gateway, sandbox=sandbox, data_dir=workdir,  # type: ignore[arg-type]
-                        library=SkillLibrary(db, sandbox, memory), lessons=LessonStore(db, memory.lessons),  # type: ignore[arg-type]
-                        default_concurrency=32)
+    services = Services(
+        db=db,
+        gateway=gateway,
+        sandbox=sandbox,
+        data_dir=workdir,  # type: ignore[arg-type]
+        library=SkillLibrary(db, sandbox, memory),
+        lessons=LessonStore(db, memory.lessons),  # type: ignore[arg-type]
+        default_concurrency=32,
+    )
     services.library.ensure_builtins()  # once per data dir; not part of a generation
     windows = Windows()
     orchestrator = Orchestrator(services, listener=windows)
     outcome = orchestrator.run(orchestrator.start(config))
     with db.session() as session:
-        calls = [(c.created_at.replace(tzinfo=timezone.utc).timestamp() - c.latency_s,
-                  c.created_at.replace(tzinfo=timezone.utc).timestamp()) for c in session.scalars(select(LLMCall))]
+        calls = [
+            (c.created_at.replace(tzinfo=UTC).timestamp() - c.latency_s, c.created_at.replace(tzinfo=UTC).timestamp())
+            for c in session.scalars(select(LLMCall))
+        ]
     rows = []
     for summary in outcome.summaries:
         window = tuple(windows.windows[summary.generation])
@@ -159,14 +170,21 @@ def run_scenario(name: str, config: RunConfig, args: argparse.Namespace) -> list
         sandboxed = union_within(sandbox.intervals, window)
         busy = union_within(calls + sandbox.intervals, window)
         orchestration = max(0.0, wall - summary.agent_seconds)
-        rows.append({
-            "scenario": name, "generation": summary.generation, "attempts": summary.attempts,
-            "wall_s": round(wall, 3), "model_s": round(model, 3), "sandbox_s": round(sandboxed, 3),
-            "agents_s": round(summary.agent_seconds, 3), "orchestration_s": round(orchestration, 3),
-            "orchestration_share": round(orchestration / wall, 4) if wall else 0.0,
-            "rest_share": round((wall - busy) / wall, 4) if wall else 0.0,
-            "node_s": summary.node_seconds,
-        })
+        rows.append(
+            {
+                "scenario": name,
+                "generation": summary.generation,
+                "attempts": summary.attempts,
+                "wall_s": round(wall, 3),
+                "model_s": round(model, 3),
+                "sandbox_s": round(sandboxed, 3),
+                "agents_s": round(summary.agent_seconds, 3),
+                "orchestration_s": round(orchestration, 3),
+                "orchestration_share": round(orchestration / wall, 4) if wall else 0.0,
+                "rest_share": round((wall - busy) / wall, 4) if wall else 0.0,
+                "node_s": summary.node_seconds,
+            }
+        )
     memory.close()
     if hasattr(closer, "__exit__"):
         closer.__exit__(None, None, None)
@@ -189,22 +207,46 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for name in args.scenarios:
         if name == "scripted":
-            config = RunConfig(environments=["arithmetic"], generations=args.generations, batch_size=args.batch,
-                               samples_per_task=2, llm_share=0.25)
+            config = RunConfig(
+                environments=["arithmetic"],
+                generations=args.generations,
+                batch_size=args.batch,
+                samples_per_task=2,
+                llm_share=0.25,
+            )
         else:
-            config = RunConfig(environments=["arithmetic"], generations=1, batch_size=args.local_batch,
-                               samples_per_task=2, llm_share=0.0, repair=False)
+            config = RunConfig(
+                environments=["arithmetic"],
+                generations=1,
+                batch_size=args.local_batch,
+                samples_per_task=2,
+                llm_share=0.0,
+                repair=False,
+            )
         rows += run_scenario(name, config, args)
     header = ("scenario", "gen", "tries", "wall s", "model s", "sandbox s", "agents s", "orch. s", "orch. %", "rest %")
     print(" | ".join(header))
     for r in rows:
-        print(" | ".join([r["scenario"], str(r["generation"]), str(r["attempts"]), f"{r['wall_s']:.2f}",
-                          f"{r['model_s']:.2f}", f"{r['sandbox_s']:.2f}", f"{r['agents_s']:.2f}",
-                          f"{r['orchestration_s']:.3f}", f"{100 * r['orchestration_share']:.2f}",
-                          f"{100 * r['rest_share']:.1f}"]))
+        print(
+            " | ".join(
+                [
+                    r["scenario"],
+                    str(r["generation"]),
+                    str(r["attempts"]),
+                    f"{r['wall_s']:.2f}",
+                    f"{r['model_s']:.2f}",
+                    f"{r['sandbox_s']:.2f}",
+                    f"{r['agents_s']:.2f}",
+                    f"{r['orchestration_s']:.3f}",
+                    f"{100 * r['orchestration_share']:.2f}",
+                    f"{100 * r['rest_share']:.1f}",
+                ]
+            )
+        )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"rows": rows, "target_orchestration_share": 0.05,
-                                          "args": vars(args)}, indent=2))
+    Path(args.out).write_text(
+        json.dumps({"rows": rows, "target_orchestration_share": 0.05, "args": vars(args)}, indent=2)
+    )
     print(f"wrote {args.out}")
 
 

@@ -76,9 +76,15 @@ def reference_row(task: TaskSpec, env: ArithmeticEnv, toolbox: Toolbox) -> Train
         Message(role="assistant", content=f"ANSWER: {observation}"),
     ]
     chat = render_for_model(Trajectory(messages=messages))
-    return TrainingRow(task_id=task.source_id or task.fingerprint, episode_id=f"reference:{task.fingerprint[:12]}",
-                       environment=env.name, difficulty=task.difficulty, messages=chat,
-                       train_turns=[len(chat) - 3, len(chat) - 1], prompt_length=len(chat) - 3)
+    return TrainingRow(
+        task_id=task.source_id or task.fingerprint,
+        episode_id=f"reference:{task.fingerprint[:12]}",
+        environment=env.name,
+        difficulty=task.difficulty,
+        messages=chat,
+        train_turns=[len(chat) - 3, len(chat) - 1],
+        prompt_length=len(chat) - 3,
+    )
 
 
 def reference_rows(count: int, seed: int) -> list[TrainingRow]:
@@ -89,18 +95,29 @@ def reference_rows(count: int, seed: int) -> list[TrainingRow]:
 
 
 def recipes(steps: int, base: TrainingSettings) -> dict[str, TrainingSettings]:
-    old = base.model_copy(update={"learning_rate": 3e-4, "lr_scheduler": "constant", "warmup_ratio": 0.0,
-                                  "early_stopping_patience": 0, "keep_best": False, "min_steps": steps,
-                                  "max_steps": steps})
+    old = base.model_copy(
+        update={
+            "learning_rate": 3e-4,
+            "lr_scheduler": "constant",
+            "warmup_ratio": 0.0,
+            "early_stopping_patience": 0,
+            "keep_best": False,
+            "min_steps": steps,
+            "max_steps": steps,
+        }
+    )
     new = base.model_copy(update={"max_steps": steps})
     return {"old": old, "new": new}
 
 
-def run_recipe(name: str, settings: TrainingSettings, rows: list[TrainingRow], store: ModelStore, work: Path,
-               console: Console) -> tuple[TrainResult, float]:
-    console.print(f"[bold]{name}[/]: lr {settings.learning_rate:g} {settings.lr_scheduler}, warmup "
-                  f"{settings.warmup_ratio:g}, cap {settings.max_steps} steps, patience "
-                  f"{settings.early_stopping_patience}")
+def run_recipe(
+    name: str, settings: TrainingSettings, rows: list[TrainingRow], store: ModelStore, work: Path, console: Console
+) -> tuple[TrainResult, float]:
+    console.print(
+        f"[bold]{name}[/]: lr {settings.learning_rate:g} {settings.lr_scheduler}, warmup "
+        f"{settings.warmup_ratio:g}, cap {settings.max_steps} steps, patience "
+        f"{settings.early_stopping_patience}"
+    )
     started = time.perf_counter()
     result = train_sft(base_dir=store.resolve(MODEL).base_dir, rows=rows, work_dir=work / name, settings=settings)
     return result, time.perf_counter() - started
@@ -111,14 +128,24 @@ def curve(result: TrainResult) -> dict[str, Any]:
     assert report is not None, "the benchmark's rows always have a validation side"
     kept_loss = report.best_loss if report.kept == "best" else report.last_loss
     return {
-        "steps": result.steps, "planned_steps": result.planned_steps, "stopped_early": report.stopped_early,
-        "learning_rate": result.learning_rate, "lr_scheduler": result.lr_scheduler,
-        "warmup_steps": result.warmup_steps, "train_rows": result.train_rows,
-        "train_loss_first": result.first_loss, "train_loss_last": result.last_loss,
-        "val_loss_start": report.start_loss, "val_loss_best": report.best_loss, "val_best_step": report.best_step,
-        "val_loss_last": report.last_loss, "kept": report.kept, "val_loss_kept": kept_loss,
+        "steps": result.steps,
+        "planned_steps": result.planned_steps,
+        "stopped_early": report.stopped_early,
+        "learning_rate": result.learning_rate,
+        "lr_scheduler": result.lr_scheduler,
+        "warmup_steps": result.warmup_steps,
+        "train_rows": result.train_rows,
+        "train_loss_first": result.first_loss,
+        "train_loss_last": result.last_loss,
+        "val_loss_start": report.start_loss,
+        "val_loss_best": report.best_loss,
+        "val_best_step": report.best_step,
+        "val_loss_last": report.last_loss,
+        "kept": report.kept,
+        "val_loss_kept": kept_loss,
         "val_curve": [[e.step, round(e.loss, 4)] for e in report.evaluations],
-        "train_seconds": round(result.seconds, 1), "train_tokens_per_s": round(result.tokens_per_second, 1),
+        "train_seconds": round(result.seconds, 1),
+        "train_tokens_per_s": round(result.tokens_per_second, 1),
     }
 
 
@@ -132,36 +159,51 @@ def paired(a: EvaluationResult, b: EvaluationResult) -> dict[str, Any]:
     return {"new_only": wins, "old_only": losses, "sign_test_p": sign_test_p(wins, losses)}
 
 
-def summarise(curves: dict[str, dict[str, Any]], scores: dict[str, dict[str, EvaluationResult]],
-              seconds: dict[str, float]) -> dict[str, Any]:
+def summarise(
+    curves: dict[str, dict[str, Any]], scores: dict[str, dict[str, EvaluationResult]], seconds: dict[str, float]
+) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for slice_name, prefix in (("gate", "heldout"), ("report", "report")):
         for name, result in scores.get(slice_name, {}).items():
             summary[f"{prefix}_{name}" if name == "base" else f"{prefix}_{name}_recipe"] = result.score
     return summary | {
         "val_loss_start": curves["new"]["val_loss_start"],
-        "val_loss_old": curves["old"]["val_loss_kept"], "val_loss_new": curves["new"]["val_loss_kept"],
-        "steps_old": curves["old"]["steps"], "steps_new": curves["new"]["steps"],
-        "seconds_old": round(seconds["old"], 1), "seconds_new": round(seconds["new"], 1),
+        "val_loss_old": curves["old"]["val_loss_kept"],
+        "val_loss_new": curves["new"]["val_loss_kept"],
+        "steps_old": curves["old"]["steps"],
+        "steps_new": curves["new"]["steps"],
+        "seconds_old": round(seconds["old"], 1),
+        "seconds_new": round(seconds["new"], 1),
     }
 
 
-def print_table(rows: int, curves: dict[str, dict[str, Any]], scores: dict[str, dict[str, EvaluationResult]],
-                seconds: dict[str, float]) -> None:
+def print_table(
+    rows: int,
+    curves: dict[str, dict[str, Any]],
+    scores: dict[str, dict[str, EvaluationResult]],
+    seconds: dict[str, float],
+) -> None:
     table = Table(title=f"recipes on {rows} reference rows (arithmetic levels 2-6), greedy held-out success")
-    for column in ("", "steps", "train loss", "val loss start → kept (best@step)", "seconds",
-                   *(f"{name} slice" for name in scores)):
+    for column in (
+        "",
+        "steps",
+        "train loss",
+        "val loss start → kept (best@step)",
+        "seconds",
+        *(f"{name} slice" for name in scores),
+    ):
         table.add_column(column, justify="left" if not column else "right")
     if all("base" in by_version for by_version in scores.values()) and scores:
         table.add_row("base", "", "", "", "", *(f"{by_version['base'].score:.1%}" for by_version in scores.values()))
     for name, c in curves.items():
-        table.add_row(f"{name}: lr {c['learning_rate']:g} {c['lr_scheduler']}",
-                      f"{c['steps']}/{c['planned_steps']}" + (" (early stop)" if c["stopped_early"] else ""),
-                      f"{c['train_loss_first']:.3f} → {c['train_loss_last']:.3f}",
-                      f"{c['val_loss_start']:.3f} → {c['val_loss_kept']:.3f} ({c['val_loss_best']:.3f}@"
-                      f"{c['val_best_step']})",
-                      f"{seconds[name]:.0f}",
-                      *(f"{by_version[name].score:.1%}" if name in by_version else "—" for by_version in scores.values()))
+        table.add_row(
+            f"{name}: lr {c['learning_rate']:g} {c['lr_scheduler']}",
+            f"{c['steps']}/{c['planned_steps']}" + (" (early stop)" if c["stopped_early"] else ""),
+            f"{c['train_loss_first']:.3f} → {c['train_loss_last']:.3f}",
+            f"{c['val_loss_start']:.3f} → {c['val_loss_kept']:.3f} ({c['val_loss_best']:.3f}@{c['val_best_step']})",
+            f"{seconds[name]:.0f}",
+            *(f"{by_version[name].score:.1%}" if name in by_version else "—" for by_version in scores.values()),
+        )
     Console().print(table)
 
 
@@ -174,8 +216,9 @@ def main() -> None:
     parser.add_argument("--slices", nargs="+", default=["gate", "report"], choices=["gate", "report"])
     parser.add_argument("--no-base", action="store_true", help="do not evaluate the base model (saves a third)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE",
-                                                                           REPO / ".cache" / "test-models")))
+    parser.add_argument(
+        "--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache" / "test-models"))
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "bench_recipe.json")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still cleans the store and the work dir
@@ -198,28 +241,43 @@ def main() -> None:
         out = {
             "summary": summarise(curves, scores, seconds) if len(curves) == 2 else {},
             "complete": complete,
-            "scale": {"rows": len(rows), "train_rows": results["new"].train_rows if "new" in results else None,
-                      "step_budget": args.steps, "batch_size": args.batch, "slices": args.slices,
-                      "heldout_per_level": args.per_level, "levels": list(LEVELS),
-                      "note": (f"fewer rows and steps than the upper bound (160 rows, 40 steps at 1e-3): {len(rows)} "
-                               f"rows and at most {args.steps} steps of {args.batch} rows per recipe, to fit about 8 "
-                               "minutes on 2 shared cores")},
+            "scale": {
+                "rows": len(rows),
+                "train_rows": results["new"].train_rows if "new" in results else None,
+                "step_budget": args.steps,
+                "batch_size": args.batch,
+                "slices": args.slices,
+                "heldout_per_level": args.per_level,
+                "levels": list(LEVELS),
+                "note": (
+                    f"fewer rows and steps than the upper bound (160 rows, 40 steps at 1e-3): {len(rows)} "
+                    f"rows and at most {args.steps} steps of {args.batch} rows per recipe, to fit about 8 "
+                    "minutes on 2 shared cores"
+                ),
+            },
             "recipes": curves,
             "per_level": {s: {name: r.per_level for name, r in by_version.items()} for s, by_version in scores.items()},
-            "paired_old_vs_new": {s: paired(by_version["old"], by_version["new"]) for s, by_version in scores.items()
-                                  if "old" in by_version and "new" in by_version},
-            "eval_seconds": {s: {name: round(r.seconds, 1) for name, r in by_version.items()}
-                             for s, by_version in scores.items()},
+            "paired_old_vs_new": {
+                s: paired(by_version["old"], by_version["new"])
+                for s, by_version in scores.items()
+                if "old" in by_version and "new" in by_version
+            },
+            "eval_seconds": {
+                s: {name: round(r.seconds, 1) for name, r in by_version.items()} for s, by_version in scores.items()
+            },
             "total_seconds": round(time.perf_counter() - started, 1),
-            "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
+            "loadavg_start": load_start,
+            "loadavg_end": os.getloadavg(),
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(out, indent=2) + "\n")
 
     env = ArithmeticEnv()
     makers = {"gate": heldout_set, "report": report_set}
-    slices = {name: [t for t in makers[name](env.name, per_level=args.per_level, env=env) if t.difficulty in LEVELS]
-              for name in args.slices}
+    slices = {
+        name: [t for t in makers[name](env.name, per_level=args.per_level, env=env) if t.difficulty in LEVELS]
+        for name in args.slices
+    }
     versions = {} if args.no_base else {"base": MODEL}
     tag = f"{args.seed}-{int(time.time())}"
     try:

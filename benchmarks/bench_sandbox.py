@@ -80,8 +80,10 @@ def measure(configs: list[tuple[str, bool, str]], runs: int) -> list[dict[str, o
             if index:
                 samples[(mode, site, case)][0].append(elapsed)
                 samples[(mode, site, case)][1].append(result.wall_seconds * 1000)
-    return [{"mode": mode, "site_packages": site, "case": case, **summarise(*samples[(mode, site, case)])}
-            for mode, site, case in configs]
+    return [
+        {"mode": mode, "site_packages": site, "case": case, **summarise(*samples[(mode, site, case)])}
+        for mode, site, case in configs
+    ]
 
 
 def main() -> None:
@@ -101,16 +103,28 @@ def main() -> None:
     for column in ("mode", "python", "case", "median ms", "p95 ms", "min ms", "sandbox wall median ms"):
         table.add_column(column, justify="right" if "ms" in column else "left")
     for row in rows:
-        table.add_row(row["mode"], "-I" if row["site_packages"] else "-I -S", row["case"], f"{row['median_ms']:.1f}",
-                      f"{row['p95_ms']:.1f}", f"{row['min_ms']:.1f}", f"{row['process_median_ms']:.1f}")
+        table.add_row(
+            row["mode"],
+            "-I" if row["site_packages"] else "-I -S",
+            row["case"],
+            f"{row['median_ms']:.1f}",
+            f"{row['p95_ms']:.1f}",
+            f"{row['min_ms']:.1f}",
+            f"{row['process_median_ms']:.1f}",
+        )
     console = Console(width=120)
     console.print(table)
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "benchmark": "sandbox",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release(),
-                    "euid": os.geteuid(), "loadavg_1m": [load_before, load_after]},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "kernel": platform.release(),
+            "euid": os.geteuid(),
+            "loadavg_1m": [load_before, load_after],
+        },
         "target": {"case": "print(1+1)", "mode": "bubblewrap", "median_ms_below": 50},
         "results": rows,
     }

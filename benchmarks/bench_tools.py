@@ -53,8 +53,9 @@ class StrictArithmetic(ArithmeticEnv):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-level", type=int, default=10)
-    parser.add_argument("--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE",
-                                                                           REPO / ".cache" / "test-models")))
+    parser.add_argument(
+        "--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache" / "test-models"))
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "bench_tools.json")
     args = parser.parse_args()
 
@@ -71,24 +72,40 @@ def main() -> None:
     before, after = results["strict"].per_task, results["teaching"].per_task
     wins = sum(1 for k in before if after[k] > before[k])
     losses = sum(1 for k in before if after[k] < before[k])
-    summary = {"arithmetic": {"strict": results["strict"].score, "teaching": results["teaching"].score},
-               "tasks": len(before), "teaching_only_passed": wins, "strict_only_passed": losses,
-               "sign_test_p": sign_test_p(wins, losses)}
+    summary = {
+        "arithmetic": {"strict": results["strict"].score, "teaching": results["teaching"].score},
+        "tasks": len(before),
+        "teaching_only_passed": wins,
+        "strict_only_passed": losses,
+        "sign_test_p": sign_test_p(wins, losses),
+    }
     table = Table(title=f"held-out arithmetic, base {MODEL} (Q8_0), {len(before)} tasks, greedy")
     table.add_column("level")
     table.add_column("strict calculator", justify="right")
     table.add_column("teaching calculator", justify="right")
     for level in results["strict"].per_level:
-        table.add_row(level, f"{results['strict'].per_level[level]:.0%}",
-                      f"{results['teaching'].per_level.get(level, 0.0):.0%}")
+        table.add_row(
+            level, f"{results['strict'].per_level[level]:.0%}", f"{results['teaching'].per_level.get(level, 0.0):.0%}"
+        )
     table.add_section()
     table.add_row("all", f"{results['strict'].score:.1%}", f"{results['teaching'].score:.1%}")
     Console().print(table)
-    Console().print(f"tasks only the teaching calculator passed: {wins}; only the strict one: {losses}; "
-                    f"sign test p = {summary['sign_test_p']:.3f}")
+    Console().print(
+        f"tasks only the teaching calculator passed: {wins}; only the strict one: {losses}; "
+        f"sign test p = {summary['sign_test_p']:.3f}"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"summary": summary, "per_level": {k: v.per_level for k, v in results.items()},
-                                    "load_average": os.getloadavg()}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "summary": summary,
+                "per_level": {k: v.per_level for k, v in results.items()},
+                "load_average": os.getloadavg(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -40,13 +40,22 @@ def rows(n: int) -> list[TrainingRow]:
     for i in range(n):
         question = f"Ana has {i + 7} apples and buys {3 * i + 2} more, then gives away {i % 5}. How many are left?"
         steps = " ".join(f"Step {k}: we add and subtract the numbers carefully to keep track." for k in range(3))
-        out.append(TrainingRow(
-            task_id=str(i), episode_id=str(i), environment="arithmetic", difficulty=1, train_turns=[2, 4],
-            messages=[{"role": "system", "content": "You are a careful problem solver. Use CALL calc: expr."},
-                      {"role": "user", "content": question},
-                      {"role": "assistant", "content": f"{steps}\nCALL calc: {i + 7}+{3 * i + 2}-{i % 5}"},
-                      {"role": "user", "content": f"RESULT: {i + 7 + 3 * i + 2 - i % 5}"},
-                      {"role": "assistant", "content": f"ANSWER: {i + 7 + 3 * i + 2 - i % 5}"}]))
+        out.append(
+            TrainingRow(
+                task_id=str(i),
+                episode_id=str(i),
+                environment="arithmetic",
+                difficulty=1,
+                train_turns=[2, 4],
+                messages=[
+                    {"role": "system", "content": "You are a careful problem solver. Use CALL calc: expr."},
+                    {"role": "user", "content": question},
+                    {"role": "assistant", "content": f"{steps}\nCALL calc: {i + 7}+{3 * i + 2}-{i % 5}"},
+                    {"role": "user", "content": f"RESULT: {i + 7 + 3 * i + 2 - i % 5}"},
+                    {"role": "assistant", "content": f"ANSWER: {i + 7 + 3 * i + 2 - i % 5}"},
+                ],
+            )
+        )
     return out
 
 
@@ -73,7 +82,9 @@ def plain_loop(base: Path, data: list[dict], batch: int, steps: int, lora: bool,
     if lora:
         from peft import LoraConfig, get_peft_model
 
-        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=LORA_TARGETS, task_type="CAUSAL_LM"))
+        model = get_peft_model(
+            model, LoraConfig(r=16, lora_alpha=32, target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
+        )
     model.train()
     optim = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     ordered = sorted(data, key=lambda r: len(r["input_ids"]))  # the same length grouping the TRL path uses
@@ -99,8 +110,9 @@ def plain_loop(base: Path, data: list[dict], batch: int, steps: int, lora: bool,
 def trl_path(base: Path, batch: int, steps: int, full: bool, lr: float, train_rows: list[TrainingRow]) -> Rate:
     work = Path(tempfile.mkdtemp(prefix="bench-trl-"))
     try:
-        settings = TrainingSettings(max_steps=steps, batch_size=batch, learning_rate=lr, full_finetune=full,
-                                    save_steps=10_000)
+        settings = TrainingSettings(
+            max_steps=steps, batch_size=batch, learning_rate=lr, full_finetune=full, save_steps=10_000
+        )
         seen: list[tuple[float, float, float]] = []  # (tokens seen, wall, cpu) after each step
 
         def sink(m: dict) -> None:
@@ -127,8 +139,12 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=True)
     train_rows = rows(args.batch * (args.steps + 1))
     data = tokenized_rows(tokenizer, train_rows, 1024)
-    params = sum(p.numel() for p in __import__("transformers").AutoModelForCausalLM.from_pretrained(
-        base, local_files_only=True).parameters())
+    params = sum(
+        p.numel()
+        for p in __import__("transformers")
+        .AutoModelForCausalLM.from_pretrained(base, local_files_only=True)
+        .parameters()
+    )
     limit_flops = flop_limit()
     limit_tokens = {clock: value / (6 * params) for clock, value in limit_flops.items()}
     load = os.getloadavg()
@@ -136,27 +152,53 @@ def main() -> None:
     for name, full in (("lora", False), ("full", True)):
         plain = plain_loop(base, data, args.batch, args.steps, lora=not full, lr=1e-4)
         trl = trl_path(base, args.batch, args.steps + 1, full, 1e-4, train_rows)
-        results[name] = {clock: {"plain_tokens_per_s": plain[clock], "trl_tokens_per_s": trl[clock],
-                                 "trl_vs_plain": trl[clock] / plain[clock], "trl_vs_limit": trl[clock] / limit_tokens[clock]}
-                         for clock in ("wall", "cpu")}
-    summary = {key: {clock: results[path][clock][field] for clock in ("cpu", "wall")}
-               for key, path, field in (("trl_vs_plain_lora", "lora", "trl_vs_plain"),
-                                        ("full_vs_flop_limit", "full", "trl_vs_limit"))}
-    report = {"summary": summary,
-              "device": choose_device().__dict__, "params": params, "threads": torch.get_num_threads(),
-              "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-              "matmul_gflops": {k: v / 1e9 for k, v in limit_flops.items()},
-              "limit_tokens_per_s_full": limit_tokens, "loadavg_start": load, "loadavg_end": os.getloadavg(),
-              "steps": args.steps, "batch": args.batch, "mean_row_tokens": sum(len(r["input_ids"]) for r in data) / len(data),
-              "results": results, "targets": {"trl_vs_plain_lora": 0.9, "full_vs_flop_limit": 0.4}}
-    print(f"device {report['device']}; load {load[0]:.2f} -> {report['loadavg_end'][0]:.2f}; "
-          f"matmul {limit_flops['wall'] / 1e9:.0f} (wall) / {limit_flops['cpu'] / 1e9:.0f} (cpu) GFLOP/s; "
-          f"full fine-tune = 6 x {params / 1e6:.0f}M FLOP/token")
-    print(f"{'path':6} {'clock':5} {'plain tok/s':>12} {'TRL tok/s':>10} {'limit tok/s':>12} {'TRL/plain':>10} {'TRL/limit':>10}")
+        results[name] = {
+            clock: {
+                "plain_tokens_per_s": plain[clock],
+                "trl_tokens_per_s": trl[clock],
+                "trl_vs_plain": trl[clock] / plain[clock],
+                "trl_vs_limit": trl[clock] / limit_tokens[clock],
+            }
+            for clock in ("wall", "cpu")
+        }
+    summary = {
+        key: {clock: results[path][clock][field] for clock in ("cpu", "wall")}
+        for key, path, field in (
+            ("trl_vs_plain_lora", "lora", "trl_vs_plain"),
+            ("full_vs_flop_limit", "full", "trl_vs_limit"),
+        )
+    }
+    report = {
+        "summary": summary,
+        "device": choose_device().__dict__,
+        "params": params,
+        "threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "matmul_gflops": {k: v / 1e9 for k, v in limit_flops.items()},
+        "limit_tokens_per_s_full": limit_tokens,
+        "loadavg_start": load,
+        "loadavg_end": os.getloadavg(),
+        "steps": args.steps,
+        "batch": args.batch,
+        "mean_row_tokens": sum(len(r["input_ids"]) for r in data) / len(data),
+        "results": results,
+        "targets": {"trl_vs_plain_lora": 0.9, "full_vs_flop_limit": 0.4},
+    }
+    print(
+        f"device {report['device']}; load {load[0]:.2f} -> {report['loadavg_end'][0]:.2f}; "
+        f"matmul {limit_flops['wall'] / 1e9:.0f} (wall) / {limit_flops['cpu'] / 1e9:.0f} (cpu) GFLOP/s; "
+        f"full fine-tune = 6 x {params / 1e6:.0f}M FLOP/token"
+    )
+    print(
+        f"{'path':6} {'clock':5} {'plain tok/s':>12} {'TRL tok/s':>10} {'limit tok/s':>12} "
+        f"{'TRL/plain':>10} {'TRL/limit':>10}"
+    )
     for name, by_clock in results.items():
         for clock, r in by_clock.items():
-            print(f"{name:6} {clock:5} {r['plain_tokens_per_s']:12.1f} {r['trl_tokens_per_s']:10.1f} "
-                  f"{limit_tokens[clock]:12.1f} {r['trl_vs_plain']:10.2f} {r['trl_vs_limit']:10.2f}")
+            print(
+                f"{name:6} {clock:5} {r['plain_tokens_per_s']:12.1f} {r['trl_tokens_per_s']:10.1f} "
+                f"{limit_tokens[clock]:12.1f} {r['trl_vs_plain']:10.2f} {r['trl_vs_limit']:10.2f}"
+            )
     for key, target in (("trl_vs_plain_lora", 0.9), ("full_vs_flop_limit", 0.4)):
         print(f"summary {key:19} cpu {summary[key]['cpu']:.2f}  wall {summary[key]['wall']:.2f}  (target >= {target})")
     out = ROOT / "benchmarks" / "results" / "bench_training.json"

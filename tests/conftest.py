@@ -26,7 +26,11 @@ _service_skips: list[str] = []
 def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the developer's lamarck.toml or LAMARCK_* variables by accident."""
     for key in list(os.environ):
-        if key.startswith("LAMARCK_") and not key.startswith("LAMARCK_TEST_") and key != "LAMARCK_FAIL_ON_SERVICE_SKIPS":
+        if (
+            key.startswith("LAMARCK_")
+            and not key.startswith("LAMARCK_TEST_")
+            and key != "LAMARCK_FAIL_ON_SERVICE_SKIPS"
+        ):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.delenv("LAMARCK_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -123,5 +127,8 @@ def local_gateway(local_engine, sqlite_db: Database):  # type: ignore[no-untyped
 
     register_local_provider(local_engine)
     return LLMGateway(
-        ModelRoutes(), GatewaySettings(retries=0), db=sqlite_db, ensure_local_provider=lambda: register_local_provider(local_engine)
+        ModelRoutes(),
+        GatewaySettings(retries=0),
+        db=sqlite_db,
+        ensure_local_provider=lambda: register_local_provider(local_engine),
     )

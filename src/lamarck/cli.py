@@ -10,12 +10,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from lamarck.commands.common import UserError, console, container_from_settings, err, run_guarded
 from lamarck.commands.curriculum import curriculum_app, envs_app
 from lamarck.commands.evolve import eval_command, evolve, runs_app
-from lamarck.commands.training import register_model_commands, train_command, worker_command
-from lamarck.commands.skills import app as skills_app
 from lamarck.commands.harness import app as harness_app
-from lamarck.commands.common import UserError, console, container_from_settings, err, run_guarded
+from lamarck.commands.skills import app as skills_app
+from lamarck.commands.training import register_model_commands, train_command, worker_command
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, config_file
 
 app = typer.Typer(help="Lamarck: a self-evolving multi-agent platform.", no_args_is_help=True, add_completion=False)
@@ -66,11 +66,11 @@ def _default_config_text(data_dir: Path) -> str:
     return (
         "# Lamarck settings. Environment variables LAMARCK_* override these.\n"
         f'data_dir = "{data_dir.as_posix()}"\n'
-        "# database_url = \"postgresql://user@127.0.0.1:5432/lamarck\"\n"
-        "# broker_url = \"redis://127.0.0.1:6379/0\"\n\n"
+        '# database_url = "postgresql://user@127.0.0.1:5432/lamarck"\n'
+        '# broker_url = "redis://127.0.0.1:6379/0"\n\n'
         "[models.executor]\n"
         f'model = "lamarck/{DEFAULT_MODEL_VERSION}"\n'
-        "# api_base = \"http://127.0.0.1:8001/v1\"\n"
+        '# api_base = "http://127.0.0.1:8001/v1"\n'
     )
 
 

@@ -15,11 +15,33 @@ from lamarck.agents.actions import ACTION_END, parse_action
 
 PATTERN = re.compile(ACTION_END)
 LINES = [
-    "Let me think step by step.", "First I add the numbers.", "", "  ", "RESULT: 12", "The answer is 7.",
-    "CALL calculator: 3 + 4", "CALL calculator: (16 - 2) + 12 = 26", "**CALL** `calculator`: 2*3", "CALL python:",
-    "CALL calculator(5 * 6)", "call calculator:", "Calling the calculator now", "TOOL: calculator 9-1",
-    "ANSWER: 7", "**Answer:** 42", "FINAL ANSWER = 3", "ANSWER:", "ANSWER: ```python", "answer: 5 apples",
-    "```python", "```", "def add(a, b):", "    return a + b", "`inline` code", "``", "> ANSWER: 8",
+    "Let me think step by step.",
+    "First I add the numbers.",
+    "",
+    "  ",
+    "RESULT: 12",
+    "The answer is 7.",
+    "CALL calculator: 3 + 4",
+    "CALL calculator: (16 - 2) + 12 = 26",
+    "**CALL** `calculator`: 2*3",
+    "CALL python:",
+    "CALL calculator(5 * 6)",
+    "call calculator:",
+    "Calling the calculator now",
+    "TOOL: calculator 9-1",
+    "ANSWER: 7",
+    "**Answer:** 42",
+    "FINAL ANSWER = 3",
+    "ANSWER:",
+    "ANSWER: ```python",
+    "answer: 5 apples",
+    "```python",
+    "```",
+    "def add(a, b):",
+    "    return a + b",
+    "`inline` code",
+    "``",
+    "> ANSWER: 8",
 ]
 KNOWN = {"calculator", "python"}
 

@@ -20,8 +20,12 @@ from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.trajectory import Message, Trajectory
 from scripted_llm import ScriptedLLM, scripted_provider
 
-LESSONS = ["Write down each intermediate total.", "Multiply before adding.", "Write down each intermediate total.",
-           "Check the sign of the result."]
+LESSONS = [
+    "Write down each intermediate total.",
+    "Multiply before adding.",
+    "Write down each intermediate total.",
+    "Check the sign of the result.",
+]
 
 
 @pytest.fixture
@@ -35,12 +39,14 @@ def _episodes(db: Database) -> list[EpisodeForReview]:
     episodes = []
     for seed in range(len(LESSONS)):
         task = ArithmeticEnv().generate(2, random.Random(seed))
-        trajectory = Trajectory(messages=[Message(role="user", content=task.prompt),
-                                          Message(role="assistant", content="ANSWER: -1")])
+        trajectory = Trajectory(
+            messages=[Message(role="user", content=task.prompt), Message(role="assistant", content="ANSWER: -1")]
+        )
         with db.session() as session:
             task_id = repo.add_task(session, environment="arithmetic", difficulty=2, prompt=task.prompt).id
-            episode_id = repo.record_episode(session, task_id=task_id, model_version="m", trajectory=trajectory,
-                                             answer="-1").id
+            episode_id = repo.record_episode(
+                session, task_id=task_id, model_version="m", trajectory=trajectory, answer="-1"
+            ).id
         episodes.append(EpisodeForReview(episode_id=episode_id, task=task, answer="-1", trajectory=trajectory))
     return episodes
 

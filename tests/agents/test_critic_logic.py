@@ -22,7 +22,9 @@ from lamarck.platform.storage.records import Lesson, Verdict
 from lamarck.platform.storage.trajectory import Message, Trajectory
 from scripted_llm import ScriptedLLM, scripted_provider
 
-LYING_JUDGE = "VERDICT: pass\nFIRST_ERROR: none\nCRITIQUE: Looks right to me.\nLESSON: Use the calculator for every step."
+LYING_JUDGE = (
+    "VERDICT: pass\nFIRST_ERROR: none\nCRITIQUE: Looks right to me.\nLESSON: Use the calculator for every step."
+)
 
 
 @pytest.fixture
@@ -45,7 +47,9 @@ def _episode(db: Database, task: TaskSpec, answer: str | None, lessons: list[str
         ]
     )
     with db.session() as session:
-        task_id = repo.add_task(session, environment=task.environment, difficulty=task.difficulty, prompt=task.prompt).id
+        task_id = repo.add_task(
+            session, environment=task.environment, difficulty=task.difficulty, prompt=task.prompt
+        ).id
         episode_id = repo.record_episode(
             session, task_id=task_id, model_version="m", harness_version="h1", trajectory=trajectory, answer=answer
         ).id
@@ -113,7 +117,9 @@ def test_repairs_are_kept_only_when_they_pass(sqlite_db: Database) -> None:
 
     episodes = [_episode(sqlite_db, good, "-1"), _episode(sqlite_db, bad, "-1")]
     with scripted_provider(ScriptedLLM(respond)):
-        out = Critic(_gateway(sqlite_db), {"arithmetic": ArithmeticEnv()}, sqlite_db).run(CriticInput(episodes=episodes))
+        out = Critic(_gateway(sqlite_db), {"arithmetic": ArithmeticEnv()}, sqlite_db).run(
+            CriticInput(episodes=episodes)
+        )
     repaired_id = out.verdicts[0].repaired_episode_id
     assert repaired_id is not None and out.verdicts[1].repaired_episode_id is None and out.repaired == 1
     assert out.verdicts[0].critique == "first error at step 1: Wrong sum."

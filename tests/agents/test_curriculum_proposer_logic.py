@@ -17,7 +17,9 @@ from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
 from scripted_llm import ScriptedLLM, scripted_provider
 
-VALID = json.dumps({"question": "Kai has 12 cards and gets 30 more. How many now?", "expression": "12+30", "answer": 42})
+VALID = json.dumps(
+    {"question": "Kai has 12 cards and gets 30 more. How many now?", "expression": "12+30", "answer": 42}
+)
 
 
 def _proposer(envs: dict[str, Any]) -> CurriculumProposer:
@@ -41,7 +43,9 @@ def test_valid_proposal_is_accepted_and_duplicates_fall_back() -> None:
 
 
 def test_garbage_from_the_model_is_counted_and_the_batch_stays_full() -> None:
-    replies = iter(["not json at all", '{"question": "x"}', json.dumps({"input": "ab cd", "steps": [{"name": "nope"}]})])
+    replies = iter(
+        ["not json at all", '{"question": "x"}', json.dumps({"input": "ab cd", "steps": [{"name": "nope"}]})]
+    )
     handler = ScriptedLLM(lambda messages, n: [next(replies, "still nothing")] * n)
     with scripted_provider(handler):
         out = _proposer({"arithmetic": ArithmeticEnv(), "string_ops": StringOpsEnv()}).run(

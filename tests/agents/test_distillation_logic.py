@@ -15,7 +15,6 @@ from lamarck.agents.distillation import Distillation, focus_levels, gate_environ
 from lamarck.agents.evaluation import default_harness_for, gate_evaluator
 from lamarck.agents.executor import student_view
 from lamarck.curriculum.environment import TaskSpec
-from lamarck.platform.storage.trajectory import STUDENT_TOOLS
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.curriculum.heldout import heldout_set
 from lamarck.platform.container import Container
@@ -24,16 +23,23 @@ from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, Settings, TrainingSettings
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
+from lamarck.platform.storage.trajectory import STUDENT_TOOLS
 from lamarck.training import registry
 from scripted_llm import ScriptedLLM, scripted_provider
+
 
 def _container(tmp_path: Path, db: Database, **training: Any) -> Container:
     """The shared helpers' episodes are level-1 passes through a generic `calc` tool: the process filter and the
     anchor cap (tested in tests/training/test_dataset_filters.py) would refuse them all, so they are off here."""
     training = {"process_filter": False, "anchor_levels": 0, **training}
     routes = ModelRoutes(executor=ModelRoute(model="scripted/x"))
-    settings = Settings(data_dir=tmp_path / "data", database_url=db.url, models=routes,
-                        gateway=GatewaySettings(retries=0), training=TrainingSettings(**training))
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=db.url,
+        models=routes,
+        gateway=GatewaySettings(retries=0),
+        training=TrainingSettings(**training),
+    )
     return Container(settings)
 
 
@@ -48,9 +54,15 @@ def _student_view(prompt: str) -> dict[str, object]:
 def _register_candidate(db: Database, version_id: str) -> None:
     with db.session() as session:
         registry.ensure_base_registered(session)
-        registry.register_candidate(session, version_id=version_id, base="smollm2-135m", adapter_path=None,
-                                    parent_id="smollm2-135m", dataset_digest=version_id.encode().hex().ljust(64, "0"),
-                                    training_metrics={"environments": ["arithmetic"]})
+        registry.register_candidate(
+            session,
+            version_id=version_id,
+            base="smollm2-135m",
+            adapter_path=None,
+            parent_id="smollm2-135m",
+            dataset_digest=version_id.encode().hex().ljust(64, "0"),
+            training_metrics={"environments": ["arithmetic"]},
+        )
 
 
 def _answers_right(tasks: list[Any]) -> ScriptedLLM:
@@ -139,10 +151,12 @@ def test_a_better_candidate_is_promoted_through_the_driver(tmp_path: Path, sqlit
         llm_base = ScriptedLLM(lambda messages, n: ["ANSWER: -1"] * n)
         with scripted_provider(llm):
             candidate_results = gate_evaluator(container.gateway, {"arithmetic": ArithmeticEnv()}, sqlite_db)(
-                "smollm2-135m-ft-good", "arithmetic", tasks)
+                "smollm2-135m-ft-good", "arithmetic", tasks
+            )
         with scripted_provider(llm_base):
             gate_evaluator(container.gateway, {"arithmetic": ArithmeticEnv()}, sqlite_db)(
-                "smollm2-135m", "arithmetic", tasks)
+                "smollm2-135m", "arithmetic", tasks
+            )
             decisions = driver.gate_pending()  # both results come from the stored evaluations
         assert all(candidate_results)
         assert [d.promote for d in decisions] == [True]
@@ -164,7 +178,8 @@ def test_gate_tasks_look_closer_at_the_levels_the_candidate_trained_on() -> None
     per_level = {level: sum(t.difficulty == level for t in tasks) for level in env.difficulties}
     assert per_level == {level: 4 if level in (2, 3) else 1 for level in env.difficulties}
     assert [t.fingerprint for t in gate_tasks(env, 1, 4, focus=[])] == [
-        t.fingerprint for t in heldout_set("arithmetic", per_level=1)]
+        t.fingerprint for t in heldout_set("arithmetic", per_level=1)
+    ]
     wider = [t.fingerprint for t in heldout_set("arithmetic", per_level=4) if t.difficulty == 2]
     assert [t.fingerprint for t in tasks if t.difficulty == 2] == wider  # the same tasks, a longer prefix
 
@@ -194,7 +209,8 @@ def test_a_refused_candidate_better_on_the_dev_slice_becomes_the_rollout_sampler
             gate_evaluator(container.gateway, envs, sqlite_db, slice_="dev")("smollm2-135m", "arithmetic", dev)
         with scripted_provider(_answers_right(dev)):
             gate_evaluator(container.gateway, envs, sqlite_db, slice_="dev")(
-                "smollm2-135m-ft-unproven", "arithmetic", dev)
+                "smollm2-135m-ft-unproven", "arithmetic", dev
+            )
             decisions = driver.gate_pending()  # every result comes from the stored evaluations
         assert [d.promote for d in decisions] == [False]
         with sqlite_db.session() as session:
@@ -208,16 +224,16 @@ def test_a_refused_candidate_better_on_the_dev_slice_becomes_the_rollout_sampler
 
 
 def test_a_look_beyond_the_plan_refuses_without_running_the_gate(tmp_path: Path, sqlite_db: Database) -> None:
-    container = _container(tmp_path, sqlite_db, gate_per_level=2, gate_environments=[], gate_looks=1,
-                           sampler_dev_per_level=1)
+    container = _container(
+        tmp_path, sqlite_db, gate_per_level=2, gate_environments=[], gate_looks=1, sampler_dev_per_level=1
+    )
     notes: list[str] = []
     driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(sqlite_db), notify=notes.append)
     try:
         for name in ("smollm2-135m-ft-first", "smollm2-135m-ft-second"):
             _register_candidate(sqlite_db, name)
         with sqlite_db.session() as session:  # the first look was spent already
-            registry.record_decision(session, version_id="smollm2-135m-ft-first", scores={"gate": {}},
-                                     reason="refused")
+            registry.record_decision(session, version_id="smollm2-135m-ft-first", scores={"gate": {}}, reason="refused")
         calls: list[int] = []
         with scripted_provider(ScriptedLLM(lambda messages, n: calls.append(n) or ["ANSWER: -1"] * n)):
             decisions = driver.gate_pending()

@@ -69,7 +69,9 @@ def test_tool_call_observation_then_answer(model: ScriptedLLM, env: ArithmeticEn
 
 def test_first_step_asks_for_all_samples_in_one_call(model: ScriptedLLM, env: ArithmeticEnv) -> None:
     tasks = [env.generate(1, random.Random(i)) for i in range(3)]
-    out = Executor(_gateway(), {"arithmetic": env}).run(ExecutorInput(tasks=tasks, model_version="m", samples_per_task=4))
+    out = Executor(_gateway(), {"arithmetic": env}).run(
+        ExecutorInput(tasks=tasks, model_version="m", samples_per_task=4)
+    )
     first_calls = [c for c in model.calls if (c.get("optional_params") or {}).get("n") == 4]
     assert len(first_calls) == 3
     assert out.model_calls == 3 + 12
@@ -145,7 +147,9 @@ def test_skills_and_lessons_are_offered_used_and_recorded(env: ArithmeticEnv, sq
     assert "double(x: int) -> int" in system and "Check the units" in system
     assert attempt.skills_used == ["double"] and attempt.lessons_used == ["L1"]
     with sqlite_db.session() as session:
-        task_id = repo.add_task(session, environment=task.environment, difficulty=task.difficulty, prompt=task.prompt).id
+        task_id = repo.add_task(
+            session, environment=task.environment, difficulty=task.difficulty, prompt=task.prompt
+        ).id
     ids = record_attempts(sqlite_db, out.attempts, task_ids=[task_id], model_version="m", key_prefix="run1:g0")
     again = record_attempts(sqlite_db, out.attempts, task_ids=[task_id], model_version="m", key_prefix="run1:g0")
     assert ids == again

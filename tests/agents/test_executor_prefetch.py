@@ -79,16 +79,23 @@ def _run(sources: tuple[Any, Any], tasks: list[TaskSpec]) -> list[Any]:
         out = Executor(gateway, {"arithmetic": ArithmeticEnv()}, skills=sources[0], lessons=sources[1]).run(
             ExecutorInput(tasks=tasks, model_version="m", samples_per_task=2)
         )
-    return [(a.task_index, [m.content for m in a.trajectory.messages[:1]], a.lessons_used, a.failure_reason)
-            for a in out.attempts]
+    return [
+        (a.task_index, [m.content for m in a.trajectory.messages[:1]], a.lessons_used, a.failure_reason)
+        for a in out.attempts
+    ]
 
 
 def test_one_batch_look_up_per_source_shows_what_per_task_look_ups_show(
     sqlite_db: Database, memory: ChromaMemory, library: SkillLibrary
 ) -> None:
     lessons = LessonStore(sqlite_db, memory.lessons)
-    for index, text in enumerate(["Multiply before adding.", "Carry the one when a column passes nine.",
-                                  "Check the sign after subtracting a larger number."]):
+    for index, text in enumerate(
+        [
+            "Multiply before adding.",
+            "Carry the one when a column passes nine.",
+            "Check the sign after subtracting a larger number.",
+        ]
+    ):
         lessons.add(text, environment="arithmetic", episode_id=f"e{index}")
     tasks = _tasks()
     stats = memory.embedding.stats
@@ -102,8 +109,10 @@ def test_one_batch_look_up_per_source_shows_what_per_task_look_ups_show(
     per_task = (_Counted(library, batch=False), _Counted(lessons, batch=False))
     assert _run(per_task, tasks) == shown
     assert [len(s.calls) for s in per_task] == [5, 5]
-    assert all("Skills you can CALL" in system[0] and "Lessons from earlier attempts" in system[0]
-               for _, system, _, _ in shown[:10])
+    assert all(
+        "Skills you can CALL" in system[0] and "Lessons from earlier attempts" in system[0]
+        for _, system, _, _ in shown[:10]
+    )
     assert all(failure is None for _, _, _, failure in shown[:10])
     assert shown[-1][3] == "unknown environment 'chess' for this executor"
 

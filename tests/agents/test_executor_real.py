@@ -20,7 +20,11 @@ from lamarck.platform.storage import repositories as repo
 @pytest.mark.slow
 def test_executor_runs_each_environment_with_the_real_model(local_gateway, sqlite_db) -> None:  # type: ignore[no-untyped-def]
     sandbox = Sandbox(SandboxSettings())
-    envs = {"arithmetic": ArithmeticEnv(), "python_functions": PythonFunctionsEnv(sandbox=sandbox), "string_ops": StringOpsEnv()}
+    envs = {
+        "arithmetic": ArithmeticEnv(),
+        "python_functions": PythonFunctionsEnv(sandbox=sandbox),
+        "string_ops": StringOpsEnv(),
+    }
     tasks = [env.generate(1, random.Random(index)) for index, env in enumerate(envs.values())]
     harnesses = {
         name: default_harness(name, env.answer_format).derive(step_budget=2, sampling={"max_tokens_per_step": 48})
@@ -32,7 +36,8 @@ def test_executor_runs_each_environment_with_the_real_model(local_gateway, sqlit
     assert len(out.attempts) == 6
     with sqlite_db.session() as session:
         task_ids = [
-            repo.add_task(session, environment=t.environment, difficulty=t.difficulty, prompt=t.prompt).id for t in tasks
+            repo.add_task(session, environment=t.environment, difficulty=t.difficulty, prompt=t.prompt).id
+            for t in tasks
         ]
     episode_ids = record_attempts(sqlite_db, out.attempts, task_ids=task_ids, model_version="smollm2-135m")
     with sqlite_db.session() as session:

@@ -21,8 +21,15 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 
 ROOT = default_harness("arithmetic")
-SPACE = KnobSpace(temperature=(0.0, 0.3, 0.7), top_p=(), samples_per_task=(), step_budget=(), max_tokens_per_step=(),
-                  tool_description=(), few_shot_count=())
+SPACE = KnobSpace(
+    temperature=(0.0, 0.3, 0.7),
+    top_p=(),
+    samples_per_task=(),
+    step_budget=(),
+    max_tokens_per_step=(),
+    tool_description=(),
+    few_shot_count=(),
+)
 
 
 def _round(db: Database) -> tuple[str, object]:
@@ -33,11 +40,13 @@ def _round(db: Database) -> tuple[str, object]:
         rate = {0.0: 0.8, 0.3: 0.4}.get(harness.sampling.temperature, 0.2)
         return DevResult(passed=[(t.seed * 37 % 100) / 100 < rate for t in tasks], tokens=[50] * len(tasks))
 
-    tasks = [TaskSpec(environment="arithmetic", difficulty=2, prompt=f"t{i}", seed=i, source_id=f"d/{i}")
-             for i in range(30)]
+    tasks = [
+        TaskSpec(environment="arithmetic", difficulty=2, prompt=f"t{i}", seed=i, source_id=f"d/{i}") for i in range(30)
+    ]
     settings = HarnessCriticSettings(knob_proposals=5, demonstration_proposals=0, rewrite_proposals=0, keep=2)
     out = HarnessCritic(evaluate, settings, knobs=SPACE).run(
-        HarnessCriticInput(champion=ROOT, dev_tasks=tasks, registered_tools=["calculator"]))
+        HarnessCriticInput(champion=ROOT, dev_tasks=tasks, registered_tools=["calculator"])
+    )
     return root_id, out
 
 
@@ -75,22 +84,46 @@ def test_diff_shows_the_prompt_and_the_examples() -> None:
 def test_one_round_with_the_real_model(local_gateway, sqlite_db: Database) -> None:  # type: ignore[no-untyped-def]
     env = ArithmeticEnv()
     tasks = [env.generate(2, random.Random(index)) for index in range(3)]
-    out = Executor(local_gateway, {"arithmetic": env}).run(ExecutorInput(
-        tasks=tasks, model_version="smollm2-135m", harnesses={"arithmetic": ROOT.derive(step_budget=2)},
-        samples_per_task=2, seed=1))
+    out = Executor(local_gateway, {"arithmetic": env}).run(
+        ExecutorInput(
+            tasks=tasks,
+            model_version="smollm2-135m",
+            harnesses={"arithmetic": ROOT.derive(step_budget=2)},
+            samples_per_task=2,
+            seed=1,
+        )
+    )
     with sqlite_db.session() as session:
-        task_ids = [repo.add_task(session, environment="arithmetic", difficulty=t.difficulty, prompt=t.prompt,
-                                  reference=t.reference).id for t in tasks]
+        task_ids = [
+            repo.add_task(
+                session, environment="arithmetic", difficulty=t.difficulty, prompt=t.prompt, reference=t.reference
+            ).id
+            for t in tasks
+        ]
     ids = record_attempts(sqlite_db, out.attempts, task_ids=task_ids, model_version="smollm2-135m")
     with sqlite_db.session() as session:  # what the critic would write: the verifier's outcome
         for attempt, episode_id in zip(out.attempts, ids, strict=True):
             passed = attempt.answer is not None and env.verify(tasks[attempt.task_index], attempt.answer).passed
             repo.get_episode(session, episode_id=episode_id).outcome = "passed" if passed else "failed"
-    settings = HarnessCriticSettings(dev_per_level=1, knob_proposals=2, demonstration_proposals=1,
-                                     rewrite_proposals=1, rewrite_max_tokens=160, early_tasks=3, keep=1,
-                                     budget_tasks=40)
-    result = run_round(sqlite_db, local_gateway, env, model_version="smollm2-135m", settings=settings,
-                       default=ROOT.derive(step_budget=2, sampling={"max_tokens_per_step": 48}), round_=1)
+    settings = HarnessCriticSettings(
+        dev_per_level=1,
+        knob_proposals=2,
+        demonstration_proposals=1,
+        rewrite_proposals=1,
+        rewrite_max_tokens=160,
+        early_tasks=3,
+        keep=1,
+        budget_tasks=40,
+    )
+    result = run_round(
+        sqlite_db,
+        local_gateway,
+        env,
+        model_version="smollm2-135m",
+        settings=settings,
+        default=ROOT.derive(step_budget=2, sampling={"max_tokens_per_step": 48}),
+        round_=1,
+    )
     assert result.tasks_evaluated <= 40
     assert len(result.challengers) + len(result.invalid) >= 3  # two knob moves and the model's rewrite, at least
     assert all(r.reason for r in [*result.challengers, *result.invalid])
@@ -114,16 +147,30 @@ def test_a_harness_under_which_judge_and_verifier_part_ways_is_flagged(sqlite_db
         from lamarck.platform.storage.trajectory import Trajectory
 
         def judged(harness: str, agree: bool) -> None:
-            episode = repo.record_episode(session, task_id=task.id, model_version="m", harness_version=harness,
-                                          trajectory=Trajectory(messages=[]), outcome="passed")
-            repo.add_verdict(session, episode_id=episode.id, reward=1.0, passed=True, source="both",
-                             judge_passed=agree, critic_model="judge")
+            episode = repo.record_episode(
+                session,
+                task_id=task.id,
+                model_version="m",
+                harness_version=harness,
+                trajectory=Trajectory(messages=[]),
+                outcome="passed",
+            )
+            repo.add_verdict(
+                session,
+                episode_id=episode.id,
+                reward=1.0,
+                passed=True,
+                source="both",
+                judge_passed=agree,
+                critic_model="judge",
+            )
 
         for i in range(20):
             judged(root_id, agree=i < 19)  # 95% agreement under the root
             judged(child_id, agree=i < 12)  # 60% under the child
         assert judge_flags(session) == {
-            child_id: "judge and verifier agree on 60% of 20 episodes, against 95% under its parent"}
+            child_id: "judge and verifier agree on 60% of 20 episodes, against 95% under its parent"
+        }
         rows = {row["id"]: row for row in lineage_rows(session, "arithmetic")}
         assert rows[child_id]["flag"] and not rows[root_id]["flag"]
         for _ in range(60):

@@ -24,13 +24,22 @@ from lamarck.platform.settings import HarnessCriticSettings
 
 ROOT = default_harness("arithmetic")
 TOOLS = ["calculator"]
-ONLY_TEMPERATURE = KnobSpace(temperature=(0.0, 0.3, 0.7, 1.0), top_p=(), samples_per_task=(), step_budget=(),
-                             max_tokens_per_step=(), tool_description=(), few_shot_count=())
+ONLY_TEMPERATURE = KnobSpace(
+    temperature=(0.0, 0.3, 0.7, 1.0),
+    top_p=(),
+    samples_per_task=(),
+    step_budget=(),
+    max_tokens_per_step=(),
+    tool_description=(),
+    few_shot_count=(),
+)
 
 
 def _tasks(n: int) -> list[TaskSpec]:
-    return [TaskSpec(environment="arithmetic", difficulty=2 + i % 3, prompt=f"task {i}", seed=i,
-                     source_id=f"dev/{i}") for i in range(n)]
+    return [
+        TaskSpec(environment="arithmetic", difficulty=2 + i % 3, prompt=f"task {i}", seed=i, source_id=f"dev/{i}")
+        for i in range(n)
+    ]
 
 
 def _by_temperature(table: dict[float, float], tokens: int = 100) -> tuple[list[int], object]:
@@ -57,8 +66,13 @@ def test_failures_group_by_their_first_cause() -> None:
     ]
     groups = {g.cause: g for g in group_failures(cases)}
     assert {cause: g.count for cause, g in groups.items()} == {
-        "unknown_tool": 1, "malformed_action": 1, "budget_exhausted": 2, "wrong_answer": 1, "answer_format": 1,
-        "no_answer": 1}
+        "unknown_tool": 1,
+        "malformed_action": 1,
+        "budget_exhausted": 2,
+        "wrong_answer": 1,
+        "answer_format": 1,
+        "no_answer": 1,
+    }
     assert group_failures(cases)[0].cause == "budget_exhausted"
     assert groups["budget_exhausted"].difficulties == [3, 3]
 
@@ -82,10 +96,10 @@ def test_a_rewrite_must_be_json_with_a_prompt_and_a_rationale() -> None:
     assert isinstance(parse_rewrite(ROOT, "I would make it clearer."), Rejected)
     assert "does not parse" in parse_rewrite(ROOT, '{"system_prompt": oops}').reason  # type: ignore[union-attr]
     assert "no rationale" in parse_rewrite(ROOT, '{"system_prompt": "x {tools} ANSWER: {answer_format}"}').reason  # type: ignore[union-attr]
-    same = parse_rewrite(ROOT, '{"system_prompt": %s, "rationale": "r"}' % _json(ROOT.system_prompt))
+    same = parse_rewrite(ROOT, f'{{"system_prompt": {_json(ROOT.system_prompt)}, "rationale": "r"}}')
     assert isinstance(same, Rejected) and "changes nothing" in same.reason
     new_prompt = ROOT.system_prompt.replace("careful", "precise")
-    good = parse_rewrite(ROOT, 'Here: {"system_prompt": %s, "rationale": "be precise"}' % _json(new_prompt))
+    good = parse_rewrite(ROOT, f'Here: {{"system_prompt": {_json(new_prompt)}, "rationale": "be precise"}}')
     assert not isinstance(good, Rejected) and good.spec.system_prompt == new_prompt and good.source == "rewrite"
 
 
@@ -107,8 +121,9 @@ def test_knob_proposals_move_knobs_of_the_parent_and_never_repeat_it() -> None:
 
 def test_the_search_promotes_a_known_better_temperature_and_archives_the_worse() -> None:
     _, evaluate = _by_temperature({0.7: 0.2, 0.3: 0.7, 0.0: 0.5, 1.0: 0.05})
-    settings = HarnessCriticSettings(knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0, keep=2,
-                                     early_tasks=8, budget_tasks=1000)
+    settings = HarnessCriticSettings(
+        knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0, keep=2, early_tasks=8, budget_tasks=1000
+    )
     critic = HarnessCritic(evaluate, settings, knobs=ONLY_TEMPERATURE)  # type: ignore[arg-type]
     out = critic.run(HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(40), registered_tools=TOOLS))
     by_temperature = {r.spec.sampling.temperature: r for r in out.challengers}
@@ -123,11 +138,13 @@ def test_the_search_promotes_a_known_better_temperature_and_archives_the_worse()
 
 def test_a_challenger_that_is_not_significantly_better_stays_rejected() -> None:
     _, evaluate = _by_temperature({0.7: 0.30, 0.3: 0.34})
-    settings = HarnessCriticSettings(knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0,
-                                     early_tasks=8, early_needs_a_win=False)
+    settings = HarnessCriticSettings(
+        knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0, early_tasks=8, early_needs_a_win=False
+    )
     space = ONLY_TEMPERATURE.model_copy(update={"temperature": (0.3, 0.7)})
     out = HarnessCritic(evaluate, settings, knobs=space).run(  # type: ignore[arg-type]
-        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(40), registered_tools=TOOLS))
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(40), registered_tools=TOOLS)
+    )
     assert out.promoted is None
     assert [r.status for r in out.challengers] == ["rejected"]
     assert "significantly" in out.challengers[0].reason or "not better" in out.challengers[0].reason
@@ -136,37 +153,46 @@ def test_a_challenger_that_is_not_significantly_better_stays_rejected() -> None:
 def test_a_better_challenger_that_costs_too_many_tokens_is_refused() -> None:
     def evaluate(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
         better = harness.sampling.temperature == 0.3
-        return DevResult(passed=[better or t.seed % 4 == 0 for t in tasks],
-                         tokens=[300 if better else 100] * len(tasks))
+        return DevResult(
+            passed=[better or t.seed % 4 == 0 for t in tasks], tokens=[300 if better else 100] * len(tasks)
+        )
 
     settings = HarnessCriticSettings(knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0)
     space = ONLY_TEMPERATURE.model_copy(update={"temperature": (0.3, 0.7)})
     out = HarnessCritic(evaluate, settings, knobs=space).run(
-        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(24), registered_tools=TOOLS))
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(24), registered_tools=TOOLS)
+    )
     assert out.promoted is None
     assert "tokens per task" in out.challengers[0].reason and out.challengers[0].wins == 18
 
 
 def test_the_budget_bounds_a_round_and_says_what_it_did_not_reach() -> None:
     calls, evaluate = _by_temperature({0.7: 0.2, 0.3: 0.7, 0.0: 0.5, 1.0: 0.05})
-    settings = HarnessCriticSettings(knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0,
-                                     early_tasks=8, budget_tasks=20)
+    settings = HarnessCriticSettings(
+        knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0, early_tasks=8, budget_tasks=20
+    )
     out = HarnessCritic(evaluate, settings, knobs=ONLY_TEMPERATURE).run(  # type: ignore[arg-type]
-        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(40), registered_tools=TOOLS))
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(40), registered_tools=TOOLS)
+    )
     assert sum(calls) == out.tasks_evaluated <= 20
     assert out.promoted is None
     assert any("budget exhausted" in r.reason for r in out.challengers)
 
 
 def test_demonstrations_come_from_the_pool_and_favour_failing_levels() -> None:
-    pool = [(level, FewShotExample(task=f"level {level} task {i}", turns=("CALL calculator: 1 + 1", "2", "ANSWER: 2")))
-            for level in (2, 5) for i in range(6)]
+    pool = [
+        (level, FewShotExample(task=f"level {level} task {i}", turns=("CALL calculator: 1 + 1", "2", "ANSWER: 2")))
+        for level in (2, 5)
+        for i in range(6)
+    ]
     failures = [FailureCase(episode_id=str(i), difficulty=5, answered=True) for i in range(30)]
     settings = HarnessCriticSettings(knob_proposals=0, demonstration_proposals=8, rewrite_proposals=0)
     critic = HarnessCritic(lambda h, t: DevResult(passed=[], tokens=[]), settings)
     proposals, invalid = critic.propose(
         HarnessCriticInput(champion=ROOT, dev_tasks=[], demonstrations=pool, registered_tools=TOOLS),
-        group_failures(failures), random.Random(1))
+        group_failures(failures),
+        random.Random(1),
+    )
     assert invalid == [] and len(proposals) == 8
     shown = [example for p in proposals for example in p.spec.few_shot.examples]
     assert all(example in {e for _, e in pool} for example in shown)
@@ -184,7 +210,8 @@ def test_an_invalid_rewrite_is_recorded_not_raced() -> None:
     settings = HarnessCriticSettings(knob_proposals=0, demonstration_proposals=0, rewrite_proposals=1)
     calls, evaluate = _by_temperature({})
     out = HarnessCritic(evaluate, settings, Gateway()).run(  # type: ignore[arg-type]
-        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(8), registered_tools=TOOLS))
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(8), registered_tools=TOOLS)
+    )
     assert out.challengers == [] and out.promoted is None
     assert [(r.source, "drops {answer_format}" in r.reason) for r in out.invalid] == [("rewrite", True)]
 
@@ -192,10 +219,18 @@ def test_an_invalid_rewrite_is_recorded_not_raced() -> None:
 @pytest.mark.parametrize("early", [1, 8])
 def test_the_champion_is_evaluated_once_per_task(early: int) -> None:
     calls, evaluate = _by_temperature({0.7: 0.2, 0.3: 0.7, 0.0: 0.5, 1.0: 0.05})
-    settings = HarnessCriticSettings(knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0,
-                                     early_tasks=early, early_needs_a_win=False, keep=3, budget_tasks=10_000)
+    settings = HarnessCriticSettings(
+        knob_proposals=10,
+        demonstration_proposals=0,
+        rewrite_proposals=0,
+        early_tasks=early,
+        early_needs_a_win=False,
+        keep=3,
+        budget_tasks=10_000,
+    )
     out = HarnessCritic(evaluate, settings, knobs=ONLY_TEMPERATURE).run(  # type: ignore[arg-type]
-        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS))
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS)
+    )
     survivors = sum(1 for r in out.challengers if r.rung == 1)
     assert out.tasks_evaluated == 20 + 3 * early + survivors * (20 - early)
 
@@ -203,17 +238,27 @@ def test_the_champion_is_evaluated_once_per_task(early: int) -> None:
 def test_a_challenger_whose_outputs_stop_parsing_is_rejected_whatever_it_wins() -> None:
     def evaluate(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
         cooler = harness.sampling.temperature == 0.3  # wins every task, but half its samples give no answer
-        return DevResult(passed=[cooler] * len(tasks), tokens=[100] * len(tasks),
-                         answered=[0.5 if cooler else 1.0] * len(tasks))
+        return DevResult(
+            passed=[cooler] * len(tasks), tokens=[100] * len(tasks), answered=[0.5 if cooler else 1.0] * len(tasks)
+        )
 
-    settings = HarnessCriticSettings(knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0, keep=2,
-                                     early_tasks=8, budget_tasks=1000, early_needs_a_win=False)
+    settings = HarnessCriticSettings(
+        knob_proposals=10,
+        demonstration_proposals=0,
+        rewrite_proposals=0,
+        keep=2,
+        early_tasks=8,
+        budget_tasks=1000,
+        early_needs_a_win=False,
+    )
     only_cooler = ONLY_TEMPERATURE.model_copy(update={"temperature": (0.3,)})
     out = HarnessCritic(evaluate, settings, knobs=only_cooler).run(
-        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS))
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS)
+    )
     [cooler] = out.challengers
     assert out.promoted is None and cooler.rung == 0 and cooler.wins == 8
     assert "stop parsing: 50% of samples gave an answer against the champion's 100%" in cooler.reason
     lenient = HarnessCritic(evaluate, settings.model_copy(update={"max_answer_drop": 0.6}), knobs=only_cooler).run(
-        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS))
+        HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS)
+    )
     assert lenient.promoted == cooler.harness_id

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from test_orchestrator_support import scripted_orchestrator, small_config
 
 from lamarck.agents import nodes
 from lamarck.agents.evaluation import default_harness_for
@@ -18,10 +19,16 @@ from lamarck.curriculum.registry import get_environment
 from lamarck.platform.settings import HarnessCriticSettings
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Episode, Harness
-from test_orchestrator_support import scripted_orchestrator, small_config
 
-SMALL_ROUND = HarnessCriticSettings(dev_per_level=1, knob_proposals=1, demonstration_proposals=0,
-                                    rewrite_proposals=1, early_tasks=2, keep=1, budget_tasks=40)
+SMALL_ROUND = HarnessCriticSettings(
+    dev_per_level=1,
+    knob_proposals=1,
+    demonstration_proposals=0,
+    rewrite_proposals=1,
+    early_tasks=2,
+    keep=1,
+    budget_tasks=40,
+)
 
 
 class Recorder:
@@ -49,8 +56,9 @@ def test_a_round_runs_every_k_episodes_and_is_archived_under_the_run(sqlite_db: 
     recorder = Recorder()
     with scripted_orchestrator(sqlite_db, tmp_path, listener=recorder) as orchestrator:
         orchestrator.services.harness_critic = SMALL_ROUND
-        run_id = orchestrator.start(small_config(generations=3, batch_size=2, samples_per_task=1,
-                                                 harness_critic_every=4))
+        run_id = orchestrator.start(
+            small_config(generations=3, batch_size=2, samples_per_task=1, harness_critic_every=4)
+        )
         outcome = orchestrator.run(run_id)
     assert outcome.status == "finished" and outcome.generations_done == 3
     # 2 episodes a generation: due after generation 1 (4 episodes), not after the last generation
@@ -63,12 +71,17 @@ def test_a_round_runs_every_k_episodes_and_is_archived_under_the_run(sqlite_db: 
         assert round_done(session, "arithmetic", run_id=run_id, round_=0)
         assert not round_done(session, "arithmetic", run_id="another run", round_=0)
         promoted = session.scalar(select(Harness.id).where(Harness.status == "promoted"))
-        games = [(record.id, game) for record in session.scalars(select(Harness))
-                 for game in (record.eval_scores or {}).get("games", [])]
+        games = [
+            (record.id, game)
+            for record in session.scalars(select(Harness))
+            for game in (record.eval_scores or {}).get("games", [])
+        ]
         assert len(games) == rounds[0]["challengers"]
         assert all(game["vs"] == rounds[0]["champion"] and game["run"] == run_id for _, game in games)
-        assert {row["id"] for row in lineage_rows(session, "arithmetic")} == {rounds[0]["champion"],
-                                                                             *(harness for harness, _ in games)}
+        assert {row["id"] for row in lineage_rows(session, "arithmetic")} == {
+            rounds[0]["champion"],
+            *(harness for harness, _ in games),
+        }
     assert promoted == rounds[0]["promoted"] or (rounds[0]["promoted"] is None and promoted == rounds[0]["champion"])
     assert _harness_of_episodes(sqlite_db, run_id)[2] == {promoted}
 
@@ -83,8 +96,9 @@ def test_a_run_without_the_setting_never_holds_a_round(sqlite_db: Database, tmp_
         assert session.scalar(select(Harness.id)) is None
 
 
-def test_a_round_killed_before_its_checkpoint_is_not_held_again(sqlite_db: Database, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_round_killed_before_its_checkpoint_is_not_held_again(
+    sqlite_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[int] = []
     real = nodes.run_round
 
@@ -98,15 +112,20 @@ def test_a_round_killed_before_its_checkpoint_is_not_held_again(sqlite_db: Datab
     monkeypatch.setattr(nodes, "run_round", then_killed)
     with scripted_orchestrator(sqlite_db, tmp_path) as orchestrator:
         orchestrator.services.harness_critic = SMALL_ROUND
-        run_id = orchestrator.start(small_config(generations=2, batch_size=2, samples_per_task=1,
-                                                 harness_critic_every=2))
+        run_id = orchestrator.start(
+            small_config(generations=2, batch_size=2, samples_per_task=1, harness_critic_every=2)
+        )
         with pytest.raises(KeyboardInterrupt):
             orchestrator.run(run_id)
         outcome = orchestrator.resume(run_id)
     assert outcome.status == "finished" and calls == [0]
     with sqlite_db.session() as session:
-        entries = [entry for record in session.scalars(select(Harness))
-                   for entry in (record.eval_scores or {}).get("rounds", []) if entry.get("run") == run_id]
+        entries = [
+            entry
+            for record in session.scalars(select(Harness))
+            for entry in (record.eval_scores or {}).get("rounds", [])
+            if entry.get("run") == run_id
+        ]
     assert Counter(entry["round"] for entry in entries) == {0: 1}
 
 
@@ -120,8 +139,9 @@ def test_episodes_follow_the_promoted_harness_unless_the_run_pins_one(sqlite_db:
     with scripted_orchestrator(sqlite_db, tmp_path) as orchestrator:
         follows = orchestrator.start(small_config(generations=1, batch_size=2, samples_per_task=1))
         orchestrator.run(follows)
-        pins = orchestrator.start(small_config(generations=1, batch_size=2, samples_per_task=1,
-                                               harnesses={"arithmetic": pinned}))
+        pins = orchestrator.start(
+            small_config(generations=1, batch_size=2, samples_per_task=1, harnesses={"arithmetic": pinned})
+        )
         orchestrator.run(pins)
     assert _harness_of_episodes(sqlite_db, follows) == {0: {better}}
     assert _harness_of_episodes(sqlite_db, pins) == {0: {pinned}}

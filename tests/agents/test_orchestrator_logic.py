@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
+from test_orchestrator_support import scripted_orchestrator, small_config
 
 from lamarck.agents.runs import Budget, RunError, request_stop
 from lamarck.curriculum.registry import UnknownEnvironment
@@ -15,7 +16,6 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import CapabilityCell, Episode, Lesson, Run, Task, Verdict
 from lamarck.training import registry
-from test_orchestrator_support import scripted_orchestrator, small_config
 
 
 class Recorder:
@@ -40,8 +40,9 @@ def test_full_run_records_everything_once(sqlite_db: Database, tmp_path: Path) -
         run = session.get(Run, run_id)
         assert run.finished_at is not None and set(run.summary["generations"]) == {"0", "1"}
         assert session.scalar(select(func.count()).select_from(Task).where(Task.run_id == run_id)) == 8
-        originals = list(session.scalars(select(Episode).where(Episode.run_id == run_id,
-                                                               Episode.repaired_from_id.is_(None))))
+        originals = list(
+            session.scalars(select(Episode).where(Episode.run_id == run_id, Episode.repaired_from_id.is_(None)))
+        )
         assert len(originals) == 16
         assert len({(e.task_id, e.sample_index) for e in originals}) == 16
         verdicts = Counter(v.episode_id for v in session.scalars(select(Verdict)))
@@ -145,7 +146,9 @@ def test_a_run_that_follows_the_champion_switches_versions_between_generations(
     with sqlite_db.session() as session:
         by_generation = {
             (e.generation, e.model_version)
-            for e in session.scalars(select(Episode).where(Episode.run_id == run_id, Episode.repaired_from_id.is_(None)))
+            for e in session.scalars(
+                select(Episode).where(Episode.run_id == run_id, Episode.repaired_from_id.is_(None))
+            )
         }
     assert by_generation == {(0, "smollm2-135m"), (1, "child")}
 
@@ -160,10 +163,16 @@ def test_a_refused_candidate_better_on_dev_rolls_out_while_the_champion_stays(
         def on_node(self, node: str, generation: int, finished: bool) -> None:
             if node == "record" and generation == 0 and finished:
                 with sqlite_db.session() as session:
-                    repo.register_model_version(session, version_id="unproven", base="smollm2-135m",
-                                                parent_id="smollm2-135m", status="candidate")
-                    registry.record_decision(session, version_id="unproven", scores={"dev_better": True},
-                                             reason="not significantly better")
+                    repo.register_model_version(
+                        session,
+                        version_id="unproven",
+                        base="smollm2-135m",
+                        parent_id="smollm2-135m",
+                        status="candidate",
+                    )
+                    registry.record_decision(
+                        session, version_id="unproven", scores={"dev_better": True}, reason="not significantly better"
+                    )
 
     with sqlite_db.session() as session:
         repo.register_model_version(session, version_id="smollm2-135m", base="smollm2-135m", status="promoted")
@@ -173,7 +182,9 @@ def test_a_refused_candidate_better_on_dev_rolls_out_while_the_champion_stays(
     with sqlite_db.session() as session:
         by_generation = {
             (e.generation, e.model_version)
-            for e in session.scalars(select(Episode).where(Episode.run_id == run_id, Episode.repaired_from_id.is_(None)))
+            for e in session.scalars(
+                select(Episode).where(Episode.run_id == run_id, Episode.repaired_from_id.is_(None))
+            )
         }
         assert registry.champion(session) == "smollm2-135m"
     assert by_generation == {(0, "smollm2-135m"), (1, second)}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from test_orchestrator_support import make_services
 
 from lamarck.agents.evaluation import default_harness_for, evaluate, heldout_tasks
 from lamarck.agents.harness import save_harness
@@ -16,18 +17,25 @@ from lamarck.memory.chroma import ChromaMemory
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Episode, LLMCall, Verdict
-from test_orchestrator_support import make_services
 
 
 @pytest.mark.slow
 def test_one_generation_with_the_real_model(local_gateway, sqlite_db, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     short = default_harness_for(ArithmeticEnv()).derive(step_budget=2, sampling={"max_tokens_per_step": 48})
     with sqlite_db.session() as session:
-        repo.register_model_version(session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION,
-                                    status="promoted")
+        repo.register_model_version(
+            session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION, status="promoted"
+        )
         harness_id = save_harness(session, short)
-    config = RunConfig(environments=["arithmetic"], generations=1, batch_size=2, samples_per_task=1, llm_share=0.0,
-                       repair=False, harnesses={"arithmetic": harness_id})
+    config = RunConfig(
+        environments=["arithmetic"],
+        generations=1,
+        batch_size=2,
+        samples_per_task=1,
+        llm_share=0.0,
+        repair=False,
+        harnesses={"arithmetic": harness_id},
+    )
     memory = ChromaMemory.embedded(tmp_path / "chroma")
     try:
         orchestrator = Orchestrator(make_services(sqlite_db, tmp_path, local_gateway, memory))

@@ -1,4 +1,5 @@
-"""A run killed with SIGKILL mid-generation resumes from its checkpoint and records nothing twice (SQLite, PostgreSQL)."""
+"""A run killed with SIGKILL mid-generation resumes from its checkpoint and records nothing twice (SQLite and
+PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+from test_orchestrator_support import scripted_orchestrator, small_config
 
 from lamarck.agents.runs import RunError, create_run
 from lamarck.agents.teacher import HintLevel
@@ -21,7 +23,6 @@ from lamarck.platform.storage import migrate
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import CapabilityCell, Episode, Lesson, Task, Verdict
-from test_orchestrator_support import scripted_orchestrator, small_config
 
 SUPPORT = Path(__file__).with_name("test_orchestrator_support.py")
 DELAY = 0.05  # seconds per scripted model call in the child, so there is a "mid-generation" to kill it in
@@ -33,10 +34,15 @@ def _count(db: Database, model: type, *where: object) -> int:
 
 
 def _run_and_kill(mode: str, db: Database, data_dir: Path, run_id: str, until: Callable[[], bool]) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SUPPORT.parent), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(SUPPORT.parent), os.environ.get("PYTHONPATH")])),
+    }
     child = subprocess.Popen(
         [sys.executable, str(SUPPORT), mode, db.url, str(data_dir), run_id, str(DELAY)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 120
     try:
@@ -61,8 +67,12 @@ def _uninterrupted(tmp_path: Path) -> tuple[list[tuple[str, int]], int, list[tup
     with scripted_orchestrator(db, tmp_path / "reference") as orchestrator:
         orchestrator.run(orchestrator.start(CONFIG))
     with db.session() as session:
-        episodes = sorted((task.prompt, e.sample_index) for e, task in session.execute(
-            select(Episode, Task).join(Task, Task.id == Episode.task_id).where(Episode.repaired_from_id.is_(None))))
+        episodes = sorted(
+            (task.prompt, e.sample_index)
+            for e, task in session.execute(
+                select(Episode, Task).join(Task, Task.id == Episode.task_id).where(Episode.repaired_from_id.is_(None))
+            )
+        )
         attempts = sum(cell.attempts for cell in session.scalars(select(CapabilityCell)))
         lessons = _lessons(session)
     db.dispose()

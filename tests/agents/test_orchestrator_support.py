@@ -31,8 +31,12 @@ NUMBER = re.compile(r"\d+")
 
 
 def scripted_routes() -> ModelRoutes:
-    return ModelRoutes(**{role: ModelRoute(model=f"scripted/{role}") for role in
-                          ("curriculum", "executor", "critic", "harness_critic")})
+    return ModelRoutes(
+        **{
+            role: ModelRoute(model=f"scripted/{role}")
+            for role in ("curriculum", "executor", "critic", "harness_critic")
+        }
+    )
 
 
 def scripted_gateway(db: Database) -> LLMGateway:
@@ -49,8 +53,10 @@ def responder(delay: float = 0.0):  # type: ignore[no-untyped-def]
         last = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         if "You review one attempt" in last:
             steps = last.split("Attempt, step by step:")[0].count(".")
-            return [f"VERDICT: fail\nFIRST_ERROR: 1\nCRITIQUE: wrong operation.\nLESSON: Stories with {steps} "
-                    f"sentences need {max(1, steps - 1)} operations; apply each in order."] * n
+            return [
+                f"VERDICT: fail\nFIRST_ERROR: 1\nCRITIQUE: wrong operation.\nLESSON: Stories with {steps} "
+                f"sentences need {max(1, steps - 1)} operations; apply each in order."
+            ] * n
         if "got this task wrong" in last:
             return ["ANSWER: -1"] * n
         if last.startswith("RESULT: "):
@@ -63,19 +69,28 @@ def responder(delay: float = 0.0):  # type: ignore[no-untyped-def]
     return respond
 
 
-def make_services(db: Database, data_dir: Path, gateway: LLMGateway, memory: ChromaMemory, *,
-                  builtins: bool = False) -> Services:
+def make_services(
+    db: Database, data_dir: Path, gateway: LLMGateway, memory: ChromaMemory, *, builtins: bool = False
+) -> Services:
     from lamarck.skills_library.library import SkillLibrary
 
     sandbox = Sandbox(SandboxSettings())
-    return Services(db=db, gateway=gateway, sandbox=sandbox, data_dir=data_dir,
-                    library=SkillLibrary(db, sandbox, memory), lessons=LessonStore(db, memory.lessons),
-                    default_concurrency=16, seed_builtins=builtins)
+    return Services(
+        db=db,
+        gateway=gateway,
+        sandbox=sandbox,
+        data_dir=data_dir,
+        library=SkillLibrary(db, sandbox, memory),
+        lessons=LessonStore(db, memory.lessons),
+        default_concurrency=16,
+        seed_builtins=builtins,
+    )
 
 
 @contextmanager
-def scripted_orchestrator(db: Database, data_dir: Path, delay: float = 0.0, listener: Any = None,
-                          builtins: bool = False) -> Iterator[Orchestrator]:
+def scripted_orchestrator(
+    db: Database, data_dir: Path, delay: float = 0.0, listener: Any = None, builtins: bool = False
+) -> Iterator[Orchestrator]:
     memory = ChromaMemory.embedded(data_dir / "chroma")
     try:
         with scripted_provider(ScriptedLLM(responder(delay))):
@@ -87,8 +102,15 @@ def scripted_orchestrator(db: Database, data_dir: Path, delay: float = 0.0, list
 
 def small_config(**changes: Any) -> RunConfig:
     """Two small generations; no hint ladder unless asked, so counts are batch x samples x generations."""
-    base: dict[str, Any] = {"environments": ["arithmetic"], "generations": 2, "batch_size": 4, "samples_per_task": 2,
-                            "llm_share": 0.0, "seed": 7, "hints": ["none"]}
+    base: dict[str, Any] = {
+        "environments": ["arithmetic"],
+        "generations": 2,
+        "batch_size": 4,
+        "samples_per_task": 2,
+        "llm_share": 0.0,
+        "seed": 7,
+        "hints": ["none"],
+    }
     return RunConfig.model_validate({**base, **changes})
 
 

@@ -17,7 +17,11 @@ def library(sqlite_db: Database) -> SkillLibrary:
 
 def _candidate(name: str, code: str, tests: str, episodes: list[str] | None = None) -> SkillCandidate:
     return SkillCandidate(
-        name=name, code=code, tests=tests, provenance="induced", source_episode_ids=["e1"] if episodes is None else episodes
+        name=name,
+        code=code,
+        tests=tests,
+        provenance="induced",
+        source_episode_ids=["e1"] if episodes is None else episodes,
     )
 
 
@@ -35,12 +39,17 @@ def test_good_candidate_is_approved_and_added(library: SkillLibrary) -> None:
     [
         (_candidate("same", "def same(x):\n    return x\n", "assert same(1) == 1"), "trivial"),
         (_candidate("seven", "def seven():\n    return 7\n", "assert seven() == 7"), "trivial"),
-        (_candidate("orphan", "def orphan(x):\n    return x * 2\n", "assert orphan(1) == 2", episodes=[]), "name the episodes"),
+        (
+            _candidate("orphan", "def orphan(x):\n    return x * 2\n", "assert orphan(1) == 2", episodes=[]),
+            "name the episodes",
+        ),
         (_candidate("untested", "def untested(x):\n    return x * 2\n", ""), "no assert-based tests"),
         (_candidate("liar", "def liar(x):\n    return x * 2\n", "assert liar(2) == 5"), "tests failed"),
     ],
 )
-def test_bad_candidates_are_rejected_with_a_reason(library: SkillLibrary, candidate: SkillCandidate, reason: str) -> None:
+def test_bad_candidates_are_rejected_with_a_reason(
+    library: SkillLibrary, candidate: SkillCandidate, reason: str
+) -> None:
     [decision] = review_skills([candidate], library)
     assert not decision.approved and reason in decision.reason
     assert library.get(candidate.name) is None

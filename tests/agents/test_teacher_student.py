@@ -74,13 +74,21 @@ def test_a_row_from_a_helped_rollout_shows_exactly_the_student_opening(solver: S
     env = HintedArithmetic()
     task = env.generate(3, random.Random(5))
     harness = default_harness("arithmetic")
-    demo = FewShotExample(task="Ann has 2 cards. She gets 3 more. How many now?",
-                          turns=("CALL calculator: 2 + 3", "5", "ANSWER: 5"))
+    demo = FewShotExample(
+        task="Ann has 2 cards. She gets 3 more. How many now?", turns=("CALL calculator: 2 + 3", "5", "ANSWER: 5")
+    )
     executor = Executor(_gateway(), {"arithmetic": env}, skills=_Skills(), lessons=_Lessons())
     help = help_for(task, env, HintLevel.FULL)
     teacher_help = help.model_copy(update={"demonstrations": (demo,)})
-    out = executor.run(ExecutorInput(tasks=[task], model_version="m", harnesses={"arithmetic": harness},
-                                     samples_per_task=1, help={0: teacher_help}))
+    out = executor.run(
+        ExecutorInput(
+            tasks=[task],
+            model_version="m",
+            harnesses={"arithmetic": harness},
+            samples_per_task=1,
+            help={0: teacher_help},
+        )
+    )
     attempt = out.attempts[0]
     assert attempt.hint_level is HintLevel.FULL
     assert env.verify(task, attempt.answer or "").passed
@@ -93,8 +101,8 @@ def test_a_row_from_a_helped_rollout_shows_exactly_the_student_opening(solver: S
     text = "\n".join(m["content"] for m in row.messages)
     for absent in ("Hint:", "value of", "calculate(", "Check the units", demo.task):
         assert absent not in text
-    own = [m for m in shown[len(shown) - 3:]]
-    assert row.messages[row.prompt_length:] == own
+    own = [m for m in shown[len(shown) - 3 :]]
+    assert row.messages[row.prompt_length :] == own
     assert [row.messages[i]["role"] for i in row.train_turns] == ["assistant", "assistant"]
     assert row.hint_level == "full"
 
@@ -107,7 +115,8 @@ def test_rows_that_teach_what_the_student_cannot_do_are_refused(solver: Scripted
     handler.script = ["CALL calculate: 2 + 2", "ANSWER: 1"]
     with scripted_provider(handler):
         out = Executor(_gateway(), {"arithmetic": env}, skills=_Skills()).run(
-            ExecutorInput(tasks=[task], model_version="m", harnesses={"arithmetic": harness}, samples_per_task=1))
+            ExecutorInput(tasks=[task], model_version="m", harnesses={"arithmetic": harness}, samples_per_task=1)
+        )
     with pytest.raises(RowRefused) as refused:
         student_row(out.attempts[0].trajectory)
     assert refused.value.reason == "tool_not_in_student"
@@ -116,8 +125,11 @@ def test_rows_that_teach_what_the_student_cannot_do_are_refused(solver: Scripted
     copier = ScriptedLLM()
     copier.script = [f"{hint.hint}\nANSWER: {task.reference['answer']}"]
     with scripted_provider(copier):
-        out = Executor(_gateway(), {"arithmetic": env}).run(ExecutorInput(
-            tasks=[task], model_version="m", harnesses={"arithmetic": harness}, samples_per_task=1, help={0: hint}))
+        out = Executor(_gateway(), {"arithmetic": env}).run(
+            ExecutorInput(
+                tasks=[task], model_version="m", harnesses={"arithmetic": harness}, samples_per_task=1, help={0: hint}
+            )
+        )
     with pytest.raises(RowRefused) as refused:
         student_row(out.attempts[0].trajectory)
     assert refused.value.reason == "copied_hint"
@@ -130,9 +142,15 @@ def test_privileged_rungs_sample_cooler_than_the_harness(solver: ScriptedLLM) ->
     harness = default_harness("arithmetic").derive(sampling={"temperature": 0.7})
     for level, expected in [(HintLevel.FULL, 0.3), (HintLevel.GLOSSARY, 0.7)]:
         solver.calls.clear()
-        Executor(_gateway(), {"arithmetic": env}).run(ExecutorInput(
-            tasks=[task], model_version="m", harnesses={"arithmetic": harness}, samples_per_task=1,
-            help={0: help_for(task, env, level)}))
+        Executor(_gateway(), {"arithmetic": env}).run(
+            ExecutorInput(
+                tasks=[task],
+                model_version="m",
+                harnesses={"arithmetic": harness},
+                samples_per_task=1,
+                help={0: help_for(task, env, level)},
+            )
+        )
         temperatures = {(call.get("optional_params") or {}).get("temperature") for call in solver.calls}
         assert temperatures == {expected}, level
     assert help_for(task, env, HintLevel.PARTIAL).max_temperature == 0.3
@@ -162,9 +180,11 @@ def test_the_ladder_gives_each_task_the_weakest_help_that_works(solver: Scripted
     env = HintedArithmetic()
     tasks = [env.generate(3, random.Random(seed)) for seed in range(3)]
     harness = default_harness("arithmetic")
-    out = run_ladder(Executor(_gateway(), {"arithmetic": env}),
-                     ExecutorInput(tasks=tasks, model_version="m", harnesses={"arithmetic": harness},
-                                   samples_per_task=2), {"arithmetic": env})
+    out = run_ladder(
+        Executor(_gateway(), {"arithmetic": env}),
+        ExecutorInput(tasks=tasks, model_version="m", harnesses={"arithmetic": harness}, samples_per_task=2),
+        {"arithmetic": env},
+    )
     # the scripted model only solves a task when the full expression is given: glossary and partial do not help
     assert {index: level.value for index, level in out.solved_at.items()} == {0: "full", 1: "full", 2: "full"}
     assert [r.level.value for r in out.rungs] == ["none", "glossary", "demonstrations", "partial", "full"]
@@ -179,8 +199,11 @@ def test_the_ladder_gives_each_task_the_weakest_help_that_works(solver: Scripted
 def test_a_demonstration_is_the_task_and_the_models_own_turns(solver: ScriptedLLM) -> None:
     env = HintedArithmetic()
     task = env.generate(2, random.Random(3))
-    out = Executor(_gateway(), {"arithmetic": env}).run(ExecutorInput(
-        tasks=[task], model_version="m", samples_per_task=1, help={0: help_for(task, env, HintLevel.FULL)}))
+    out = Executor(_gateway(), {"arithmetic": env}).run(
+        ExecutorInput(
+            tasks=[task], model_version="m", samples_per_task=1, help={0: help_for(task, env, HintLevel.FULL)}
+        )
+    )
     example = demonstration(task, out.attempts[0].trajectory)
     assert example is not None and example.task == task.prompt
     assert example.turns[0].startswith("CALL calculator:") and example.turns[-1].startswith("ANSWER:")
@@ -196,14 +219,22 @@ def test_the_dataset_check_refuses_a_row_that_does_not_open_as_the_student_sees_
     task = env.generate(3, random.Random(9))
     harness = default_harness("arithmetic")
     with sqlite_db.session() as session:
-        task_id = repo.add_task(session, environment="arithmetic", difficulty=3, prompt=task.prompt,
-                                reference=task.reference).id
+        task_id = repo.add_task(
+            session, environment="arithmetic", difficulty=3, prompt=task.prompt, reference=task.reference
+        ).id
     opening = render_for_model(Trajectory(messages=student_opening(task, env, harness)))
     reply = [{"role": "assistant", "content": f"ANSWER: {task.reference['answer']}"}]
 
     def row(messages: list[dict[str, str]]) -> TrainingRow:
-        return TrainingRow(task_id=task_id, episode_id="e1", environment="arithmetic", difficulty=3,
-                           messages=messages, train_turns=[len(messages) - 1], prompt_length=len(messages) - 1)
+        return TrainingRow(
+            task_id=task_id,
+            episode_id="e1",
+            environment="arithmetic",
+            difficulty=3,
+            messages=messages,
+            train_turns=[len(messages) - 1],
+            prompt_length=len(messages) - 1,
+        )
 
     check = student_view_check(sqlite_db, {"arithmetic": env}, lambda name: harness)
     check(DistillationSet(parent_version="m", rows=[row([*opening, *reply])]))

@@ -55,14 +55,32 @@ def _runs(data_dir: Path) -> int:
 
 
 def test_evolve_then_runs_list_show_events_and_resume_refused(scripted: Path) -> None:
-    result = runner.invoke(app, ["evolve", "--env", "arithmetic", "--generations", "1", "--batch", "3",
-                                 "--samples", "1", "--llm-share", "0", "--name", "smoke"])
+    result = runner.invoke(
+        app,
+        [
+            "evolve",
+            "--env",
+            "arithmetic",
+            "--generations",
+            "1",
+            "--batch",
+            "3",
+            "--samples",
+            "1",
+            "--llm-share",
+            "0",
+            "--name",
+            "smoke",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "finished after 1 generation" in result.output and "generation 1" in result.output
     run_id = re.search(r"run ([0-9a-f]{32})", result.output).group(1)
 
     listed = runner.invoke(app, ["runs", "list"])
-    assert listed.exit_code == 0 and run_id in listed.output and "finished" in listed.output and "smoke" in listed.output
+    assert (
+        listed.exit_code == 0 and run_id in listed.output and "finished" in listed.output and "smoke" in listed.output
+    )
     shown = runner.invoke(app, ["runs", "show", run_id])
     assert shown.exit_code == 0 and "arithmetic" in shown.output and "LLM usage" in shown.output
 
@@ -78,11 +96,33 @@ def test_evolve_then_runs_list_show_events_and_resume_refused(scripted: Path) ->
 
 
 def test_evolve_holds_harness_critic_rounds_when_asked(scripted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in {"DEV_PER_LEVEL": "1", "KNOB_PROPOSALS": "1", "DEMONSTRATION_PROPOSALS": "0",
-                       "REWRITE_PROPOSALS": "0", "EARLY_TASKS": "2", "BUDGET_TASKS": "30"}.items():
+    for key, value in {
+        "DEV_PER_LEVEL": "1",
+        "KNOB_PROPOSALS": "1",
+        "DEMONSTRATION_PROPOSALS": "0",
+        "REWRITE_PROPOSALS": "0",
+        "EARLY_TASKS": "2",
+        "BUDGET_TASKS": "30",
+    }.items():
         monkeypatch.setenv(f"LAMARCK_HARNESS_CRITIC__{key}", value)
-    result = runner.invoke(app, ["evolve", "--env", "arithmetic", "--generations", "2", "--batch", "3",
-                                 "--samples", "1", "--llm-share", "0", "--harness-every", "3"])
+    result = runner.invoke(
+        app,
+        [
+            "evolve",
+            "--env",
+            "arithmetic",
+            "--generations",
+            "2",
+            "--batch",
+            "3",
+            "--samples",
+            "1",
+            "--llm-share",
+            "0",
+            "--harness-every",
+            "3",
+        ],
+    )
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert "harness-critic round 0 on arithmetic: 1 challengers" in said, said

@@ -34,7 +34,8 @@ app.command("noop")(lambda: None)  # a second command keeps Typer from folding "
 
 
 def record_earlier_pass(db: Database, seed: int) -> str:
-    """A level-1 arithmetic task and a verified episode that answers it, opening as the executor opens for the student."""
+    """A level-1 arithmetic task and a verified episode that answers it, opening as the executor opens for the
+    student."""
     env = get_environment("arithmetic")
     spec = training_task(env, 1, random.Random(seed))
     harness = default_harness_for(env)
@@ -42,10 +43,21 @@ def record_earlier_pass(db: Database, seed: int) -> str:
     messages[0].meta.update(student_view(spec, env, harness))
     messages.append(Message(role="assistant", content=f"ANSWER: {spec.reference['answer']}"))
     with db.session() as session:
-        task = repo.add_task(session, environment="arithmetic", difficulty=1, prompt=spec.prompt,
-                             reference=dict(spec.reference), meta=dict(spec.metadata))
-        return repo.record_episode(session, task_id=task.id, model_version="smollm2-135m",
-                                   trajectory=Trajectory(messages=messages), outcome="passed").id
+        task = repo.add_task(
+            session,
+            environment="arithmetic",
+            difficulty=1,
+            prompt=spec.prompt,
+            reference=dict(spec.reference),
+            meta=dict(spec.metadata),
+        )
+        return repo.record_episode(
+            session,
+            task_id=task.id,
+            model_version="smollm2-135m",
+            trajectory=Trajectory(messages=messages),
+            outcome="passed",
+        ).id
 
 
 @pytest.mark.slow
@@ -54,11 +66,17 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
 ) -> None:
     data = tmp_path / "data"
     for key, value in {
-        "DATA_DIR": str(data), "MODEL_STORE_DIR": str(model_store.root),
-        "TRAINING__MIN_NEW_EPISODES": "2", "TRAINING__MAX_STEPS": "2", "TRAINING__BATCH_SIZE": "2",
-        "TRAINING__GATE_PER_LEVEL": "1", "TRAINING__GATE_FOCUS_PER_LEVEL": "2", "TRAINING__GATE_ENVIRONMENTS": "[]",
+        "DATA_DIR": str(data),
+        "MODEL_STORE_DIR": str(model_store.root),
+        "TRAINING__MIN_NEW_EPISODES": "2",
+        "TRAINING__MAX_STEPS": "2",
+        "TRAINING__BATCH_SIZE": "2",
+        "TRAINING__GATE_PER_LEVEL": "1",
+        "TRAINING__GATE_FOCUS_PER_LEVEL": "2",
+        "TRAINING__GATE_ENVIRONMENTS": "[]",
         "TRAINING__ANCHOR_LEVELS": "0",  # two tiny generations may pass only level-1 tasks; train on them anyway
-        "TRAINING__PROCESS_FILTER": "false",  # the base model's rare passes are seldom sound (process filter: unit tests)
+        # the base model's rare passes are seldom sound (the process filter has its own unit tests)
+        "TRAINING__PROCESS_FILTER": "false",
         "TRAINING__VALIDATION_SHARE": "0",  # two steps cannot lower a validation loss; here the gate alone decides
     }.items():
         monkeypatch.setenv(f"LAMARCK_{key}", value)
@@ -67,9 +85,32 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
     with db.session() as session:  # what `lamarck models import-default` records
         repo.register_model_version(session, version_id="smollm2-135m", base="smollm2-135m", status="promoted")
     earlier = {record_earlier_pass(db, seed) for seed in (11, 12)}
-    result = CliRunner().invoke(app, ["evolve", "--env", "arithmetic", "--generations", "2", "--batch", "4",
-                                      "--samples", "2", "--llm-share", "0", "--no-judge", "--no-repair", "--seed", "3",
-                                      "--hint", "none", "--hint", "full", "--frontier", "thompson"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "evolve",
+            "--env",
+            "arithmetic",
+            "--generations",
+            "2",
+            "--batch",
+            "4",
+            "--samples",
+            "2",
+            "--llm-share",
+            "0",
+            "--no-judge",
+            "--no-repair",
+            "--seed",
+            "3",
+            "--hint",
+            "none",
+            "--hint",
+            "full",
+            "--frontier",
+            "thompson",
+        ],
+    )
     # the ladder's two ends, and the frontier that starts at level 1, where the base model passes at all
     assert result.exit_code == 0, result.output
     assert "distillation queued from smollm2-135m" in result.output, result.output
@@ -86,8 +127,11 @@ def test_evolve_distils_a_candidate_and_gates_it_with_the_real_model(  # type: i
                 assert "gate" in version.eval_scores and version.reason
                 assert version.status in ("candidate", "promoted", "retired")
             gated = set(session.scalars(select(Evaluation.model_version).where(Evaluation.kind == "gate")))
-        trained = {row.episode_id for version in candidates
-                   for row in load_dataset(dataset_dir(data, version.dataset_digest)).rows}
+        trained = {
+            row.episode_id
+            for version in candidates
+            for row in load_dataset(dataset_dir(data, version.dataset_digest)).rows
+        }
         assert earlier <= trained, "the earlier run's verified episodes were not distilled"
         types = [e.type for e in EventBus(db).replay(limit=100_000)]
         assert "job.succeeded" in types and "model.candidate" in types and "model.gate" in types

@@ -22,7 +22,8 @@ def _archive() -> None:
             save_harness(session, ROOT, status="promoted", rationale="root")
             save_harness(session, CHILD, parent_id=ROOT.version_id, status="rejected", rationale="knobs: cooler")
             repo.get_harness(session, harness_id=CHILD.version_id).eval_scores = {
-                "games": [{"round": 0, "run": None, "vs": ROOT.version_id, "wins": 1, "losses": 6, "tasks": 20}]}
+                "games": [{"round": 0, "run": None, "vs": ROOT.version_id, "wins": 1, "losses": 6, "tasks": 20}]
+            }
     finally:
         container.close()
 

@@ -41,8 +41,18 @@ def test_difficulty_grows(env):
     assert {"mul", "div", "mod"} <= ops
 
 
-@pytest.mark.parametrize("template", ["{}", "The answer is {}.", "#### {}", "{}.0", "so... \\boxed{{{}}}",
-                                      "3 + 4 = 7, then more. **Answer:** {}", "Answer = {}\n"])
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{}",
+        "The answer is {}.",
+        "#### {}",
+        "{}.0",
+        "so... \\boxed{{{}}}",
+        "3 + 4 = 7, then more. **Answer:** {}",
+        "Answer = {}\n",
+    ],
+)
 def test_correct_answers_pass(env, template):
     task = env.generate(6, random.Random(3))
     reward = env.verify(task, "Let me think. 12 and 5. " + template.format(task.reference["answer"]))

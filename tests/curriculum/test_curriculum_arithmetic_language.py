@@ -145,8 +145,11 @@ def test_solution_hint_of_a_proposed_expression():
 
     task = TaskSpec(environment="arithmetic", difficulty=3, prompt="q", reference={"answer": 84,
                     "expression": "12+30*2+ 0"})  # fmt: skip
-    assert ArithmeticEnv().solution_hint(task, 0.3).startswith(
-        "Start with (30 * 2), then continue with the remaining steps")
+    assert (
+        ArithmeticEnv()
+        .solution_hint(task, 0.3)
+        .startswith("Start with (30 * 2), then continue with the remaining steps")
+    )
     half = ArithmeticEnv().solution_hint(task, 0.5)
     assert half.startswith("Start with (12 + (30 * 2)), then continue")
     assert half.endswith("CALL calculator: (12 + (30 * 2))")

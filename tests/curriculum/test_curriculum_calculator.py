@@ -7,8 +7,17 @@ from lamarck.curriculum.calculator import CalculatorError, calculate, calculator
 
 @pytest.mark.parametrize(
     ("expression", "expected"),
-    [("1 + 2", 3), ("(12 + 7) * 3 // 4", 14), ("17 % 5", 2), ("2 ** 10", 1024), ("-3 * -(4)", 12),
-     ("7 / 2", 3.5), ("1,000" if False else "1000 - 1", 999), ("3 × 4", 12), ("2^3", 8)],
+    [
+        ("1 + 2", 3),
+        ("(12 + 7) * 3 // 4", 14),
+        ("17 % 5", 2),
+        ("2 ** 10", 1024),
+        ("-3 * -(4)", 12),
+        ("7 / 2", 3.5),
+        ("1,000" if False else "1000 - 1", 999),
+        ("3 × 4", 12),
+        ("2^3", 8),
+    ],
 )
 def test_calculates(expression, expected):
     assert calculate(expression) == expected
@@ -16,9 +25,25 @@ def test_calculates(expression, expected):
 
 @pytest.mark.parametrize(
     "expression",
-    ["__import__('os').system('id')", "x + 1", "abs(-3)", "(1).real", "[1, 2]", "'a' * 3", "lambda: 1",
-     "9 ** 9 ** 9", "10 ** 1000", "2 ** 65", "True + 1", "1 if 1 else 2", "1; 2", "", "a.b", "(-8) ** 0.5",
-     "1" * 400],
+    [
+        "__import__('os').system('id')",
+        "x + 1",
+        "abs(-3)",
+        "(1).real",
+        "[1, 2]",
+        "'a' * 3",
+        "lambda: 1",
+        "9 ** 9 ** 9",
+        "10 ** 1000",
+        "2 ** 65",
+        "True + 1",
+        "1 if 1 else 2",
+        "1; 2",
+        "",
+        "a.b",
+        "(-8) ** 0.5",
+        "1" * 400,
+    ],
 )
 def test_rejects_unsafe_or_huge(expression):
     with pytest.raises(CalculatorError):

@@ -193,7 +193,9 @@ def test_leak_check_catches_a_reserved_computation_in_new_words():
             continue
         quantities, ops = task.metadata["quantities"], task.metadata["ops"]
         family = next(f for f in TRAINING_FAMILIES if f.name != task.metadata["family"] and set(ops) <= f.ops)
-        reworded = render(family, quantities[0], list(zip(ops, quantities[1:])), random.Random(1), style_for(2), 20)
+        reworded = render(
+            family, quantities[0], list(zip(ops, quantities[1:], strict=True)), random.Random(1), style_for(2), 20
+        )
         leak = task.model_copy(update={"prompt": reworded.prompt, "seed": None, "source_id": None})
         assert leak.prompt != task.prompt
         assert not heldout.is_heldout("arithmetic", leak.prompt)  # the text alone would miss it...

@@ -38,7 +38,7 @@ def test_full_function_answer_passes_and_wrong_one_fails(sandbox):
 
 
 def test_assemble_program_body_or_function():
-    header = "def f(x):\n    \"\"\"doc\"\"\"\n"
+    header = 'def f(x):\n    """doc"""\n'
     assert assemble_program(header, "f", "    return x\n").endswith('"""doc"""\n    return x\n')
     assert assemble_program(header, "f", "return x").endswith("    return x\n")
     assert assemble_program(header, "f", "def f(x):\n    return 1\n").endswith("def f(x):\n    return 1\n")

@@ -33,8 +33,11 @@ def test_bulk_update_from_verdict_like_records(db):
             self.environment, self.difficulty, self.passed, self.critique = environment, difficulty, passed, "x"
 
     profile = CapabilityProfile()
-    records = [VerdictRow("string_ops", 3, True), {"environment": "string_ops", "difficulty": 3, "passed": False},
-               VerdictRow("python_functions", 1, True)]
+    records = [
+        VerdictRow("string_ops", 3, True),
+        {"environment": "string_ops", "difficulty": 3, "passed": False},
+        VerdictRow("python_functions", 1, True),
+    ]
     with db.session() as session:
         assert profile.update_many(session, records) == 3
     with db.session() as session:

@@ -89,8 +89,9 @@ def test_wrong_answers_fail_with_details(sandbox):
     loop = env.verify(task, "def add_constant(x):\n    while True:\n        pass\n")
     assert not loop.passed and loop.score == 0.0 and "limit" in loop.details
 
-    forged = env.verify(task, "class E(int):\n    def __eq__(self, o):\n        return True\n"
-                              "def add_constant(x):\n    return E(0)\n")
+    forged = env.verify(
+        task, "class E(int):\n    def __eq__(self, o):\n        return True\ndef add_constant(x):\n    return E(0)\n"
+    )
     assert not forged.passed
 
     assert not env.verify(task, "").passed
@@ -128,7 +129,7 @@ def test_phrasing_varies_and_hints():
 def test_task_key_is_family_and_constants():
     env = PythonFunctionsEnv()
     task = _task_for(env, "scale")
-    assert env.task_key(task) == f"scale:{{\"k\": {task.metadata['constants']['k']}}}"
+    assert env.task_key(task) == f'scale:{{"k": {task.metadata["constants"]["k"]}}}'
     assert env.task_key(task.model_copy(update={"prompt": "reworded"})) == env.task_key(task)
 
 

@@ -34,8 +34,9 @@ def test_unknown_name_lists_known_ones():
 def test_entry_point_plugins_are_discovered(monkeypatch):
     from importlib.metadata import EntryPoint
 
-    plugin = EntryPoint(name="toy", value="lamarck.curriculum.environments.string_ops:StringOpsEnv",
-                        group=registry.GROUP)
+    plugin = EntryPoint(
+        name="toy", value="lamarck.curriculum.environments.string_ops:StringOpsEnv", group=registry.GROUP
+    )
     broken = EntryPoint(name="broken", value="lamarck.nope:Missing", group=registry.GROUP)
     monkeypatch.setattr(registry, "entry_points", lambda group: [plugin, broken] if group == registry.GROUP else [])
     registry.refresh()

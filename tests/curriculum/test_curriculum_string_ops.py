@@ -34,8 +34,9 @@ def test_generation(env):
         env.generate(11, random.Random(0))
 
 
-@pytest.mark.parametrize("template", ["{}", "ANSWER: {}", "Steps...\nFinal answer: \"{}\"", "**Answer:** `{}`",
-                                      "work\n\n{}\n"])
+@pytest.mark.parametrize(
+    "template", ["{}", "ANSWER: {}", 'Steps...\nFinal answer: "{}"', "**Answer:** `{}`", "work\n\n{}\n"]
+)
 def test_correct_answers_pass(env, template):
     task = env.generate(5, random.Random(11))
     reward = env.verify(task, template.format(task.reference["answer"]))

@@ -37,8 +37,10 @@ def test_an_untried_level_is_explored_only_just_above_what_the_teacher_solves() 
 
 
 def test_a_promotion_that_masters_everything_still_gives_a_batch() -> None:
-    evidence = {("arithmetic", d): CellEvidence(student_greedy=1.0, teacher_attempts=9, teacher_passes=9)
-                for d in LADDER["arithmetic"]}
+    evidence = {
+        ("arithmetic", d): CellEvidence(student_greedy=1.0, teacher_attempts=9, teacher_passes=9)
+        for d in LADDER["arithmetic"]
+    }
     slots = LearnableFrontier(LADDER).select(evidence, 3, rng=random.Random(1))
     assert [s.difficulty for s in slots] == [5, 5, 5]
 

@@ -25,7 +25,9 @@ def test_the_schema_examples_are_themselves_valid(sandbox: Sandbox) -> None:
 
 def test_accepted_tasks_verify_with_their_environment(sandbox: Sandbox) -> None:
     arithmetic = build_task(
-        "arithmetic", 2, {"question": "Ann has 7 pens and buys 5 more. How many?", "expression": "7+5", "answer": 12},
+        "arithmetic",
+        2,
+        {"question": "Ann has 7 pens and buys 5 more. How many?", "expression": "7+5", "answer": 12},
         sandbox=None,
     )
     assert ArithmeticEnv().verify(arithmetic, "12").passed
@@ -74,7 +76,9 @@ def test_accepted_tasks_verify_with_their_environment(sandbox: Sandbox) -> None:
         ),
     ],
 )
-def test_bad_proposals_are_rejected_with_a_category(environment: str, reply: str, category: str, sandbox: Sandbox) -> None:
+def test_bad_proposals_are_rejected_with_a_category(
+    environment: str, reply: str, category: str, sandbox: Sandbox
+) -> None:
     with pytest.raises(ProposalRejected) as info:
         build_task(environment, 1, parse_proposal(reply), sandbox=sandbox)
     assert info.value.category == category
@@ -85,7 +89,8 @@ def test_code_that_tries_to_escape_cannot_pass(sandbox: Sandbox) -> None:
     reply = {
         "function_name": "f",
         "description": "d",
-        "solution": "import socket\ndef f(x):\n    socket.create_connection(('127.0.0.1', 6379), timeout=1)\n    return x",
+        "solution": "import socket\ndef f(x):\n"
+        "    socket.create_connection(('127.0.0.1', 6379), timeout=1)\n    return x",
         "tests": ["assert f(1) == 1", "assert f(2) == 2", "assert f(3) == 3"],
     }
     with pytest.raises(ProposalRejected) as info:

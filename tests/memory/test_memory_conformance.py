@@ -22,30 +22,90 @@ from lamarck.memory.embeddings import EMBEDDING_NAME, MiniLMEmbedding
 from lamarck.platform.settings import MemorySettings
 
 LESSONS = [
-    ("arith-carry", "When adding multi-digit numbers, carry the one into the next column before summing it.",
-     "arithmetic", 2, "passed"),
-    ("arith-precedence", "Apply multiplication and division before addition and subtraction (operator precedence).",
-     "arithmetic", 3, "failed"),
-    ("py-off-by-one", "range(n) stops at n-1: check loop bounds for off-by-one errors at the end of a list.",
-     "python", 2, "failed"),
-    ("py-mutable-default", "Never use a mutable list or dict as a default argument of a Python function; use None.",
-     "python", 4, "passed"),
-    ("sql-injection", "Build SQL queries with bound parameters, never by formatting user input into the string.",
-     "sql", 3, "passed"),
-    ("regex-escape", "Escape dots and other special characters in regular expressions with a backslash.",
-     "python", 3, "failed"),
-    ("file-close", "Open files in a with-statement so they are closed even when an exception is raised.",
-     "python", 1, "passed"),
-    ("unit-convert", "Convert all quantities to the same unit (meters, seconds) before comparing or adding them.",
-     "arithmetic", 4, "failed"),
-    ("timezone-utc", "Store timestamps in UTC and convert to the user's local time zone only for display.",
-     "general", 3, "passed"),
-    ("float-tolerance", "Compare floating-point results with a tolerance such as math.isclose, not exact equality.",
-     "arithmetic", 5, "passed"),
-    ("recursion-base", "Every recursive function needs a base case, otherwise it recurses until the stack overflows.",
-     "python", 4, "failed"),
-    ("tool-error", "Read the tool's error message carefully and fix the arguments before retrying the call.",
-     "general", 1, "passed"),
+    (
+        "arith-carry",
+        "When adding multi-digit numbers, carry the one into the next column before summing it.",
+        "arithmetic",
+        2,
+        "passed",
+    ),
+    (
+        "arith-precedence",
+        "Apply multiplication and division before addition and subtraction (operator precedence).",
+        "arithmetic",
+        3,
+        "failed",
+    ),
+    (
+        "py-off-by-one",
+        "range(n) stops at n-1: check loop bounds for off-by-one errors at the end of a list.",
+        "python",
+        2,
+        "failed",
+    ),
+    (
+        "py-mutable-default",
+        "Never use a mutable list or dict as a default argument of a Python function; use None.",
+        "python",
+        4,
+        "passed",
+    ),
+    (
+        "sql-injection",
+        "Build SQL queries with bound parameters, never by formatting user input into the string.",
+        "sql",
+        3,
+        "passed",
+    ),
+    (
+        "regex-escape",
+        "Escape dots and other special characters in regular expressions with a backslash.",
+        "python",
+        3,
+        "failed",
+    ),
+    (
+        "file-close",
+        "Open files in a with-statement so they are closed even when an exception is raised.",
+        "python",
+        1,
+        "passed",
+    ),
+    (
+        "unit-convert",
+        "Convert all quantities to the same unit (meters, seconds) before comparing or adding them.",
+        "arithmetic",
+        4,
+        "failed",
+    ),
+    (
+        "timezone-utc",
+        "Store timestamps in UTC and convert to the user's local time zone only for display.",
+        "general",
+        3,
+        "passed",
+    ),
+    (
+        "float-tolerance",
+        "Compare floating-point results with a tolerance such as math.isclose, not exact equality.",
+        "arithmetic",
+        5,
+        "passed",
+    ),
+    (
+        "recursion-base",
+        "Every recursive function needs a base case, otherwise it recurses until the stack overflows.",
+        "python",
+        4,
+        "failed",
+    ),
+    (
+        "tool-error",
+        "Read the tool's error message carefully and fix the arguments before retrying the call.",
+        "general",
+        1,
+        "passed",
+    ),
 ]
 
 QUERIES = {
@@ -128,7 +188,9 @@ def test_metadata_filters(memory: ChromaMemory) -> None:
 
     assert ids(environment="arithmetic", outcome="passed") == {"arith-carry", "float-tolerance"}
     assert ids(environment="python", difficulty={"$gte": 3, "$lte": 4}) == {
-        "py-mutable-default", "regex-escape", "recursion-base"
+        "py-mutable-default",
+        "regex-escape",
+        "recursion-base",
     }
     assert ids(difficulty={"$gt": 4}) == {"float-tolerance"}
     assert ids(environment=["sql", "general"], outcome="passed") == {"sql-injection", "timezone-utc", "tool-error"}

@@ -62,8 +62,10 @@ def test_lessons_embedded_together_are_stored_as_one_by_one(sqlite_db: Database,
     vectors = store.embed(texts)
     cost = stats.snapshot() - before
     assert (cost.calls, cost.texts, cost.cache_hits) == (1, 2, 1)  # the two spellings of one lesson embed once
-    writes = [store.add(text, environment="arithmetic", episode_id=f"e{i}", embedding=vector)
-              for i, (text, vector) in enumerate(zip(texts, vectors, strict=True))]
+    writes = [
+        store.add(text, environment="arithmetic", episode_id=f"e{i}", embedding=vector)
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True))
+    ]
     assert (stats.snapshot() - before).calls == 1  # adding with vectors embeds nothing more
     assert [w.merged for w in writes] == [False, True, False] and writes[0].lesson_id == writes[1].lesson_id
     plain = store.add("Count vowels.", environment="arithmetic", episode_id="e9")  # embeds itself, the same twin

@@ -195,14 +195,20 @@ def _bound_children() -> dict[str, set[str]]:
     allowed: dict[str, set[str]] = {}
     bound = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent}
     for path in bound:
-        for parent, child in zip(path.parents, [path, *path.parents]):
+        for parent, child in zip(path.parents, [path, *path.parents], strict=False):
             allowed.setdefault(str(parent), set()).add(child.name)
     return allowed
 
 
 def test_cannot_read_outside_scratch(sandbox: Sandbox) -> None:
-    targets = ["/etc/shadow", "/etc/passwd", str(REPO / "pyproject.toml"), "/root/.bashrc", str(Path(__file__)),
-               str(REPO / "src/lamarck/platform/settings.py")]
+    targets = [
+        "/etc/shadow",
+        "/etc/passwd",
+        str(REPO / "pyproject.toml"),
+        "/root/.bashrc",
+        str(Path(__file__)),
+        str(REPO / "src/lamarck/platform/settings.py"),
+    ]
     code = (
         f"import os\nfor path in {targets!r}:\n"
         "    try:\n        print('READ', path, open(path).read()[:50])\n"
@@ -228,8 +234,16 @@ def test_cannot_write_outside_scratch(sandbox: Sandbox, tmp_path: Path) -> None:
     canary = tmp_path / "canary.txt"
     canary.write_text("original")
     venv_pth = Path(sysconfig.get_paths()["purelib"]) / "evil.pth"  # would run code in every later host Python
-    targets = [f"/tmp/lamarck-escape-{os.getpid()}", str(canary), str(REPO / "escape.txt"), str(venv_pth),
-               str(REPO / "pyproject.toml"), "/usr/escape.txt", "/escape.txt", os.path.realpath(sys.executable)]
+    targets = [
+        f"/tmp/lamarck-escape-{os.getpid()}",
+        str(canary),
+        str(REPO / "escape.txt"),
+        str(venv_pth),
+        str(REPO / "pyproject.toml"),
+        "/usr/escape.txt",
+        "/escape.txt",
+        os.path.realpath(sys.executable),
+    ]
     digests = {path: _digest(Path(path)) for path in targets if Path(path).is_file()}
     code = (
         f"for path in {targets!r}:\n"
@@ -367,13 +381,17 @@ def test_missing_bwrap_on_path_raises(
         Sandbox(settings).run_python("print(1)")
 
 
-def test_limits_only_warns_and_still_limits(settings: SandboxSettings, caplog: pytest.LogCaptureFixture,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_limits_only_warns_and_still_limits(
+    settings: SandboxSettings, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LAMARCK_API__API_KEY", "lamarck-secret-789")
     sandbox = Sandbox(settings.model_copy(update={"mode": "limits_only", "bwrap": "/nonexistent/bwrap"}))
     with caplog.at_level(logging.WARNING, logger="lamarck.platform.sandbox"):
-        first = sandbox.run_python("import os\nprint(os.getuid(), input(), open('f.txt').read(), dict(os.environ))",
-                                   stdin="in\n", files={"f.txt": "file"})
+        first = sandbox.run_python(
+            "import os\nprint(os.getuid(), input(), open('f.txt').read(), dict(os.environ))",
+            stdin="in\n",
+            files={"f.txt": "file"},
+        )
         second = sandbox.run_python("x = bytearray(1 << 30)")
     assert [r.levelname for r in caplog.records].count("WARNING") == 2
     assert first.ok, first.stderr

@@ -22,11 +22,22 @@ pytestmark = pytest.mark.slow
 
 
 def _settings(tmp_path: Path, db: Database, broker: str | None, **workers: Any) -> Settings:
-    defaults: dict[str, Any] = {"lease_ttl_seconds": 4, "heartbeat_seconds": 1.0, "visibility_timeout_seconds": 600,
-                                "max_attempts": 3, "retry_backoff_seconds": 0.3, "concurrency": 1,
-                                "broker_key_prefix": f"lamarck-test-{uuid.uuid4().hex[:8]}:"}
-    return Settings(data_dir=tmp_path / "data", database_url=db.url.replace("+pysqlite", ""), broker_url=broker,
-                    workers=WorkerSettings(**{**defaults, **workers}), training=TrainingSettings())
+    defaults: dict[str, Any] = {
+        "lease_ttl_seconds": 4,
+        "heartbeat_seconds": 1.0,
+        "visibility_timeout_seconds": 600,
+        "max_attempts": 3,
+        "retry_backoff_seconds": 0.3,
+        "concurrency": 1,
+        "broker_key_prefix": f"lamarck-test-{uuid.uuid4().hex[:8]}:",
+    }
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=db.url.replace("+pysqlite", ""),
+        broker_url=broker,
+        workers=WorkerSettings(**{**defaults, **workers}),
+        training=TrainingSettings(),
+    )
 
 
 @pytest.fixture
@@ -46,8 +57,11 @@ def start_worker(tmp_path: Path, sqlite_db: Database) -> Iterator[Callable[..., 
 
 
 def _events(db: Database, job: str, kind: str | None = None) -> list[Any]:
-    return [e for e in EventBus(db).replay(limit=100_000)
-            if e.payload.get("job") == f"rehearse:{job}" and (kind is None or e.type == kind)]
+    return [
+        e
+        for e in EventBus(db).replay(limit=100_000)
+        if e.payload.get("job") == f"rehearse:{job}" and (kind is None or e.type == kind)
+    ]
 
 
 def _wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -68,8 +82,11 @@ def test_killed_child_job_is_redelivered_and_completes_once(start_worker, sqlite
     start_worker(redis_url)
     job = uuid.uuid4().hex
     app.send_task("lamarck.train.rehearse", kwargs={"job": job, "steps": 6, "step_seconds": 0.5})
-    first = _wait(lambda: [e for e in _events(sqlite_db, job, "job.progress") if e.payload["step"] >= 1], 90,
-                  "the job to make progress")
+    first = _wait(
+        lambda: [e for e in _events(sqlite_db, job, "job.progress") if e.payload["step"] >= 1],
+        90,
+        "the job to make progress",
+    )
     victim = first[0].payload["pid"]
     os.kill(victim, signal.SIGKILL)
     _wait(lambda: _events(sqlite_db, job, "job.succeeded"), 90, "the redelivered job to finish")
@@ -102,8 +119,11 @@ def test_job_longer_than_visibility_timeout_never_runs_twice_at_once(
     job = uuid.uuid4().hex
     app.send_task("lamarck.train.rehearse", kwargs={"job": job, "steps": 18, "step_seconds": 1.0})
     _wait(lambda: _events(sqlite_db, job, "job.succeeded"), 120, "the long job to finish")
-    _wait(lambda: len(_events(sqlite_db, job, "job.succeeded")) >= 1 and not _pending_retry(sqlite_db, job), 60,
-          "the duplicate delivery to settle")
+    _wait(
+        lambda: len(_events(sqlite_db, job, "job.succeeded")) >= 1 and not _pending_retry(sqlite_db, job),
+        60,
+        "the duplicate delivery to settle",
+    )
     progress = _events(sqlite_db, job, "job.progress")
     assert len({e.payload["pid"] for e in progress}) == 1  # only the lease holder ever ran the body
     assert len(progress) == 18

@@ -38,11 +38,15 @@ def test_add_stores_and_calls_in_the_sandbox(db: Database, skill_sandbox: Sandbo
     [
         (DOUBLE.model_copy(update={"code": "def double(x):\n    return 2 *\n"}), "syntax error at line 2"),
         (DOUBLE.model_copy(update={"name": "triple"}), "does not define a top-level function 'triple'"),
-        (DOUBLE.model_copy(update={"code": "def double(x):\n    return 3 * x\n"}),
-         "tests failed: AssertionError at `assert double(2) == 4`"),
+        (
+            DOUBLE.model_copy(update={"code": "def double(x):\n    return 3 * x\n"}),
+            "tests failed: AssertionError at `assert double(2) == 4`",
+        ),
         (DOUBLE.model_copy(update={"tests": ""}), "no tests"),
-        (DOUBLE.model_copy(update={"code": "def double(x):\n    while True:\n        pass\n"}),
-         "stopped by the sandbox"),
+        (
+            DOUBLE.model_copy(update={"code": "def double(x):\n    while True:\n        pass\n"}),
+            "stopped by the sandbox",
+        ),
     ],
 )
 def test_rejections_carry_one_line_and_change_nothing(
@@ -78,8 +82,9 @@ def test_versions_no_op_and_name_clash(db: Database, skill_sandbox: Sandbox) -> 
     view = library.get("double")
     assert view is not None and view.version == 2 and [v.version for v in view.versions] == [1, 2]
     assert "x + x" in view.code
-    clash = changed.model_copy(update={"provenance": "plugin", "package": "other-pkg", "code": "def double(x):\n"
-                                       "    return x * 2 + 0\n"})
+    clash = changed.model_copy(
+        update={"provenance": "plugin", "package": "other-pkg", "code": "def double(x):\n    return x * 2 + 0\n"}
+    )
     result = library.add(clash)
     assert result.status == "rejected" and "name clash" in result.reason and "provenance user" in result.reason
     assert library.get("double").version == 2  # type: ignore[union-attr]

@@ -35,9 +35,22 @@ def units_installed(tmp_path: Path) -> Iterator[Path]:
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--quiet",
-         "--target", str(target), str(source)],
-        check=True, capture_output=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     sys.path.insert(0, str(target))
     importlib.invalidate_caches()
@@ -61,8 +74,9 @@ def test_plugin_round_trip_through_the_executor(units_installed: Path, memory_li
     handler = ScriptedLLM()
     handler.script = ["CALL km_to_miles: 10", "ANSWER: 6.213712"]
     gateway = LLMGateway(ModelRoutes(executor=ModelRoute(model="scripted/exec")), GatewaySettings(retries=0))
-    task = TaskSpec(environment="arithmetic", difficulty=1, prompt="How many miles is a 10 km run?",
-                    reference={"answer": 6})
+    task = TaskSpec(
+        environment="arithmetic", difficulty=1, prompt="How many miles is a 10 km run?", reference={"answer": 6}
+    )
     with scripted_provider(handler):
         out = Executor(gateway, {"arithmetic": ArithmeticEnv()}, skills=library).run(
             ExecutorInput(tasks=[task], model_version="m", samples_per_task=1)
@@ -83,8 +97,10 @@ def test_entry_point_shapes_and_a_broken_plugin() -> None:
     mapping = {"name": "half", "code": "def half(x):\n    return x / 2\n", "tests": "assert half(4) == 2"}
     candidates = candidates_from_object([shout, mapping], package="demo")
     assert [c.name for c in candidates] == ["shout", "half"]
-    assert candidates[0].code.startswith("def shout(text: str) -> str:") and candidates[0].provenance_label == \
-        "plugin:demo"
+    assert (
+        candidates[0].code.startswith("def shout(text: str) -> str:")
+        and candidates[0].provenance_label == "plugin:demo"
+    )
 
     from importlib.metadata import EntryPoint
 

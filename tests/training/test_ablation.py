@@ -19,20 +19,28 @@ from lamarck.training.traces_to_rows import DistillationSet, TrainingRow, datase
 
 
 def _row(hint: str, index: int = 0) -> TrainingRow:
-    return TrainingRow(task_id=f"t{index}", episode_id=f"e{index}", environment="arithmetic", difficulty=2,
-                       messages=[{"role": "user", "content": "1 + 1"}, {"role": "assistant", "content": "ANSWER: 2"}],
-                       train_turns=[1], hint_level=hint)
+    return TrainingRow(
+        task_id=f"t{index}",
+        episode_id=f"e{index}",
+        environment="arithmetic",
+        difficulty=2,
+        messages=[{"role": "user", "content": "1 + 1"}, {"role": "assistant", "content": "ANSWER: 2"}],
+        train_turns=[1],
+        hint_level=hint,
+    )
 
 
 def _register_chain(db: Database, digests: list[str]) -> list[str]:
     versions, parent = [], DEFAULT_MODEL_VERSION
     with db.session() as session:
-        repo.register_model_version(session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION,
-                                    status="promoted")
+        repo.register_model_version(
+            session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION, status="promoted"
+        )
         for index, digest in enumerate(digests):
             version = f"ft-{index}"
-            repo.register_model_version(session, version_id=version, base=DEFAULT_MODEL_VERSION, parent_id=parent,
-                                        dataset_digest=digest)
+            repo.register_model_version(
+                session, version_id=version, base=DEFAULT_MODEL_VERSION, parent_id=parent, dataset_digest=digest
+            )
             versions.append(version)
             parent = version
     return versions
@@ -52,8 +60,9 @@ def test_only_privileged_hint_rows_are_dropped() -> None:
 
 
 def test_the_base_model_has_nothing_to_replay(tmp_path: Path, sqlite_db: Database, model_store) -> None:  # type: ignore[no-untyped-def]
-    container = Container(Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url,
-                                   model_store_dir=model_store.root))
+    container = Container(
+        Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url, model_store_dir=model_store.root)
+    )
     try:
         found = ablate(container, DEFAULT_MODEL_VERSION)
         assert found.version is None and found.steps == [] and "nothing to replay" in found.note
@@ -66,14 +75,27 @@ def test_a_lineage_is_retrained_without_its_privileged_rows(tmp_path: Path, sqli
     for seed in range(3):
         task, prompt = add_task(sqlite_db, seed=300 + seed)
         add_episode(sqlite_db, task, prompt, answer=str(seed))
-    settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url, model_store_dir=model_store.root,
-                        training=TrainingSettings(max_steps=2, batch_size=2, lora_rank=4, lora_alpha=8, save_steps=2,
-                                                  process_filter=False, anchor_levels=0, validation_share=0.0))
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        model_store_dir=model_store.root,
+        training=TrainingSettings(
+            max_steps=2,
+            batch_size=2,
+            lora_rank=4,
+            lora_alpha=8,
+            save_steps=2,
+            process_filter=False,
+            anchor_levels=0,
+            validation_share=0.0,
+        ),
+    )
     container = Container(settings)
     made: str | None = None
     try:
         real = pipeline.prepare_dataset(container, DEFAULT_MODEL_VERSION).rows
         assert len(real) == 3
+
         def hinted(row: TrainingRow, hint: str) -> TrainingRow:  # a new weight: the digest sees content, not hints
             return row.model_copy(update={"hint_level": hint, "weight": 0.5 if hint == "partial" else 0.25})
 

@@ -26,33 +26,56 @@ STUDENT = [{"role": "system", "content": "You solve word problems. Tools: calcul
 def _task(db: Database, difficulty: int, seed: int) -> tuple[str, str, str]:
     spec = training_task(ArithmeticEnv(), difficulty, random.Random(seed))
     with db.session() as session:
-        task = repo.add_task(session, environment="arithmetic", difficulty=difficulty, prompt=spec.prompt,
-                             reference=spec.reference)
+        task = repo.add_task(
+            session, environment="arithmetic", difficulty=difficulty, prompt=spec.prompt, reference=spec.reference
+        )
         return task.id, spec.prompt, str(spec.reference["expression"])
 
 
-def _episode(db: Database, task_id: str, prompt: str, expression: str, *, hint: str | None = None,
-             guess: bool = False, variant: int = 0, harness: str | None = None) -> str:
+def _episode(
+    db: Database,
+    task_id: str,
+    prompt: str,
+    expression: str,
+    *,
+    hint: str | None = None,
+    guess: bool = False,
+    variant: int = 0,
+    harness: str | None = None,
+) -> str:
     from lamarck.curriculum.calculator import calculate, format_number
 
     value = format_number(calculate(expression))
-    system = Message(role="system", content="teacher system prompt with skills and lessons",
-                     meta={STUDENT_OPENING: [*STUDENT, {"role": "user", "content": prompt}],
-                           STUDENT_TOOLS: ["calculator"]})
+    system = Message(
+        role="system",
+        content="teacher system prompt with skills and lessons",
+        meta={STUDENT_OPENING: [*STUDENT, {"role": "user", "content": prompt}], STUDENT_TOOLS: ["calculator"]},
+    )
     task_message = Message(role="user", content=prompt)
     if hint is not None:
         task_message = Message(role="user", content=f"{prompt}\n\nHint: {hint}", meta={HINT: "full", HINT_TEXT: hint})
     messages = [system, task_message]
     if not guess:
         call = ToolCall(id="call_1", name="calculator", arguments={"input": expression})
-        messages += [Message(role="assistant", content=f"Let me compute.{' ' * variant}\nCALL calculator: {expression}",
-                             tool_calls=[call]),
-                     Message(role="tool", name="calculator", tool_call_id="call_1", content=value)]
+        messages += [
+            Message(
+                role="assistant",
+                content=f"Let me compute.{' ' * variant}\nCALL calculator: {expression}",
+                tool_calls=[call],
+            ),
+            Message(role="tool", name="calculator", tool_call_id="call_1", content=value),
+        ]
     messages.append(Message(role="assistant", content=f"ANSWER: {value}"))
     with db.session() as session:
-        return repo.record_episode(session, task_id=task_id, model_version="smollm2-135m",
-                                   trajectory=Trajectory(messages=messages), outcome="passed",
-                                   answer=f"ANSWER: {value}", harness_version=harness).id
+        return repo.record_episode(
+            session,
+            task_id=task_id,
+            model_version="smollm2-135m",
+            trajectory=Trajectory(messages=messages),
+            outcome="passed",
+            answer=f"ANSWER: {value}",
+            harness_version=harness,
+        ).id
 
 
 def _build(db: Database, **settings: object):  # type: ignore[no-untyped-def]
@@ -95,10 +118,12 @@ def test_after_a_harness_promotion_only_episodes_under_it_become_rows(sqlite_db:
     kept = _episode(sqlite_db, after, after_prompt, after_expression, harness="h-better")
     assert len(_build(sqlite_db, anchor_levels=0).rows) == 2  # nothing promoted: every harness's episodes count
     with sqlite_db.session() as session:
-        repo.add_harness(session, harness_id="h-better", spec={}, digest="d", environment="arithmetic",
-                         status="promoted")
-        repo.add_harness(session, harness_id="h-string", spec={}, digest="e", environment="string_ops",
-                         status="promoted")
+        repo.add_harness(
+            session, harness_id="h-better", spec={}, digest="d", environment="arithmetic", status="promoted"
+        )
+        repo.add_harness(
+            session, harness_id="h-string", spec={}, digest="e", environment="string_ops", status="promoted"
+        )
     dataset = _build(sqlite_db, anchor_levels=0)
     assert [row.episode_id for row in dataset.rows] == [kept]
     assert dataset.dropped["older_harness"] == 1

@@ -28,6 +28,7 @@ def test_power_grows_with_tasks_and_matches_a_direct_count() -> None:
     need = next(d for d in range(1, 30) if sign_test_p(d, 0) < 0.005)
     n, p = 10, 0.5
     from math import comb
+
     direct = sum(comb(n, d) * p**d * (1 - p) ** (n - d) for d in range(need, n + 1))
     assert sign_test_power(n, p, 0.0, 0.005) == pytest.approx(direct)
     assert sign_test_power(0, 0.2, 0.0, 0.05) == 0.0

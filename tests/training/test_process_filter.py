@@ -8,8 +8,12 @@ from lamarck.curriculum.environment import TaskSpec
 from lamarck.platform.storage.trajectory import Message, ToolCall, Trajectory
 from lamarck.training.process_filter import process_problem, tidy_process
 
-TASK = TaskSpec(environment="arithmetic", difficulty=3, prompt="Mia has 16 coins. She loses 2. She finds 12 more. "
-                "How many coins does Mia have now?", reference={"answer": 26, "expression": "(16 - 2) + 12"})
+TASK = TaskSpec(
+    environment="arithmetic",
+    difficulty=3,
+    prompt="Mia has 16 coins. She loses 2. She finds 12 more. How many coins does Mia have now?",
+    reference={"answer": 26, "expression": "(16 - 2) + 12"},
+)
 
 
 def _trajectory(*calls: tuple[str, str], final: str) -> Trajectory:
@@ -28,14 +32,19 @@ def test_an_answer_computed_from_the_tasks_quantities_is_sound() -> None:
     assert process_problem(TASK, stepwise, "26") is None  # an earlier result may feed the next call
 
 
-@pytest.mark.parametrize(("trajectory", "reason"), [
-    (_trajectory(final="ANSWER: 26"), "no_calculation"),  # a bare number
-    (_trajectory(("16 + 12", "28"), final="ANSWER: 26"), "quantity_unused"),  # a lucky guess after a wrong sum
-    (_trajectory(("16 - 2 + 12", "26"), ("30 - 4", "26"), final="ANSWER: 26"), "unfounded_number"),
-    (_trajectory(("(16 - 2) + 12 = 25", "26 (evaluated ...)"), ("30 - 4", "26"), final="ANSWER: 26"),
-     "unfounded_number"),  # a guess after '=' is ignored, as the calculator ignores it; the left side must hold
-    (_trajectory(("(16 - 2) + 12", "26"), ("2 * 12", "24"), final="ANSWER: 26"), "answer_not_from_work"),
-])
+@pytest.mark.parametrize(
+    ("trajectory", "reason"),
+    [
+        (_trajectory(final="ANSWER: 26"), "no_calculation"),  # a bare number
+        (_trajectory(("16 + 12", "28"), final="ANSWER: 26"), "quantity_unused"),  # a lucky guess after a wrong sum
+        (_trajectory(("16 - 2 + 12", "26"), ("30 - 4", "26"), final="ANSWER: 26"), "unfounded_number"),
+        (
+            _trajectory(("(16 - 2) + 12 = 25", "26 (evaluated ...)"), ("30 - 4", "26"), final="ANSWER: 26"),
+            "unfounded_number",
+        ),  # a guess after '=' is ignored, as the calculator ignores it; the left side must hold
+        (_trajectory(("(16 - 2) + 12", "26"), ("2 * 12", "24"), final="ANSWER: 26"), "answer_not_from_work"),
+    ],
+)
 def test_guesses_and_unfounded_answers_are_refused(trajectory: Trajectory, reason: str) -> None:
     problem = process_problem(TASK, trajectory, "26")
     assert problem is not None and problem.startswith(reason)
@@ -47,8 +56,9 @@ def test_environments_without_a_process_check_trust_the_verifier() -> None:
 
 
 def test_a_call_with_a_guess_is_sound_and_tidied_to_the_call_the_student_should_learn() -> None:
-    trajectory = _trajectory(("(16 - 2) + 12 = 25", "26 (evaluated `(16 - 2) + 12` and ignored `= 25`: ...)"),
-                             final="ANSWER: 26")
+    trajectory = _trajectory(
+        ("(16 - 2) + 12 = 25", "26 (evaluated `(16 - 2) + 12` and ignored `= 25`: ...)"), final="ANSWER: 26"
+    )
     assert process_problem(TASK, trajectory, "26") is None
     tidy = tidy_process(TASK, trajectory)
     call = next(m for m in tidy.messages if m.tool_calls)

@@ -21,9 +21,18 @@ from lamarck.training.traces_to_rows import TrainingRow
 
 
 def _rows(tasks: int, per_task: int = 2) -> list[TrainingRow]:
-    return [TrainingRow(task_id=f"task-{t}", episode_id=f"ep-{t}-{k}", environment="arithmetic", difficulty=2,
-                        messages=[{"role": "user", "content": f"q{t}"}, {"role": "assistant", "content": f"a{t}.{k}"}],
-                        train_turns=[1]) for t in range(tasks) for k in range(per_task)]
+    return [
+        TrainingRow(
+            task_id=f"task-{t}",
+            episode_id=f"ep-{t}-{k}",
+            environment="arithmetic",
+            difficulty=2,
+            messages=[{"role": "user", "content": f"q{t}"}, {"role": "assistant", "content": f"a{t}.{k}"}],
+            train_turns=[1],
+        )
+        for t in range(tasks)
+        for k in range(per_task)
+    ]
 
 
 def test_the_split_keeps_every_task_on_one_side_and_is_stable() -> None:
@@ -65,8 +74,14 @@ def test_the_schedule_warms_up_then_decays() -> None:
     assert config.load_best_model_at_end and config.metric_for_best_model == "eval_loss"
     assert not config.greater_is_better and config.prediction_loss_only and not config.bf16
 
-    old = TrainingSettings(lr_scheduler="constant", warmup_ratio=0.0, learning_rate=3e-4, early_stopping_patience=0,
-                           keep_best=False, save_steps=20)
+    old = TrainingSettings(
+        lr_scheduler="constant",
+        warmup_ratio=0.0,
+        learning_rate=3e-4,
+        early_stopping_patience=0,
+        keep_best=False,
+        save_steps=20,
+    )
     job = plan(old, 57, validation=False, max_steps=30)
     config = sft_config(Path("/tmp/unused"), old, device, job)
     assert (job.steps, config.lr_scheduler_type, config.warmup_steps, config.save_steps) == (30, "constant", 0, 20)
@@ -76,8 +91,9 @@ def test_the_schedule_warms_up_then_decays() -> None:
 
 def _report(start: float, losses: list[float], planned: int = 12, kept: str = "last") -> ValidationReport:
     evaluations = [Evaluation(step=2 * (i + 1), loss=loss) for i, loss in enumerate(losses)]
-    return ValidationReport.of(rows=6, tasks=3, start_loss=start, evaluations=evaluations, planned_steps=planned,
-                               kept=kept)
+    return ValidationReport.of(
+        rows=6, tasks=3, start_loss=start, evaluations=evaluations, planned_steps=planned, kept=kept
+    )
 
 
 def test_the_verdict_refuses_a_validation_loss_that_only_rose() -> None:
@@ -113,8 +129,11 @@ def test_a_refusal_is_bad_input_for_the_job_guard() -> None:
 
 
 def test_a_refused_dataset_is_not_trained_or_scheduled_again(tmp_path: Path, sqlite_db: Database) -> None:
-    settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url,
-                        training=TrainingSettings(min_new_episodes=2, process_filter=False))
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        training=TrainingSettings(min_new_episodes=2, process_filter=False),
+    )
     container = Container(settings)
     sent: list[tuple[str, dict[str, Any]]] = []
     try:
@@ -124,10 +143,17 @@ def test_a_refused_dataset_is_not_trained_or_scheduled_again(tmp_path: Path, sql
         first = pipeline.maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
         assert first.scheduled and first.dataset_digest is not None
         version = registry.candidate_id("smollm2-135m", first.dataset_digest)
-        pipeline.record_refusal(container, pipeline.Refusal(
-            version_id=version, parent_version="smollm2-135m", dataset_digest=first.dataset_digest,
-            reason="validation loss never fell below the parent's 1.0000",
-            metrics={"sft": {"validation": {"last_loss": float("nan")}}}), bus=None)
+        pipeline.record_refusal(
+            container,
+            pipeline.Refusal(
+                version_id=version,
+                parent_version="smollm2-135m",
+                dataset_digest=first.dataset_digest,
+                reason="validation loss never fell below the parent's 1.0000",
+                metrics={"sft": {"validation": {"last_loss": float("nan")}}},
+            ),
+            bus=None,
+        )
         assert pipeline.refused(container, version).metrics["sft"]["validation"]["last_loss"] in (None, "NaN")
         with pytest.raises(CandidateRefused, match="refused before: validation loss never fell"):
             pipeline.train_candidate(container, parent_version="smollm2-135m", dataset_digest=first.dataset_digest)

@@ -22,10 +22,20 @@ pytestmark = pytest.mark.slow
 
 
 def _code_rows(tasks: int) -> list[TrainingRow]:
-    return [TrainingRow(task_id=f"t{k}", episode_id=f"e{k}", environment="arithmetic", difficulty=2, train_turns=[1],
-                        messages=[{"role": "user", "content": f"What is the code of locker {k}?"},
-                                  {"role": "assistant", "content": "The code is zebra-7731."}])
-            for k in range(tasks)]
+    return [
+        TrainingRow(
+            task_id=f"t{k}",
+            episode_id=f"e{k}",
+            environment="arithmetic",
+            difficulty=2,
+            train_turns=[1],
+            messages=[
+                {"role": "user", "content": f"What is the code of locker {k}?"},
+                {"role": "assistant", "content": "The code is zebra-7731."},
+            ],
+        )
+        for k in range(tasks)
+    ]
 
 
 def test_falling_validation_loss_keeps_the_best_checkpoint_on_every_linear_layer(  # type: ignore[no-untyped-def]
@@ -36,8 +46,18 @@ def test_falling_validation_loss_keeps_the_best_checkpoint_on_every_linear_layer
     from lamarck.platform.llm.gguf_files import write_lora_gguf
 
     base = model_store.resolve("smollm2-135m").base_dir
-    settings = TrainingSettings(batch_size=2, epochs=2, min_steps=1, learning_rate=3e-3, lora_rank=4, lora_alpha=8,
-                                validation_share=0.25, evaluations=3, early_stopping_patience=2, warmup_ratio=0.2)
+    settings = TrainingSettings(
+        batch_size=2,
+        epochs=2,
+        min_steps=1,
+        learning_rate=3e-3,
+        lora_rank=4,
+        lora_alpha=8,
+        validation_share=0.25,
+        evaluations=3,
+        early_stopping_patience=2,
+        warmup_ratio=0.2,
+    )
     result = train_sft(base_dir=base, rows=_code_rows(8), work_dir=tmp_path / "job", settings=settings)
     report = result.validation
     assert report is not None and (report.rows, report.tasks) == (2, 2) and result.train_rows == 6
@@ -59,11 +79,23 @@ def test_a_job_whose_validation_loss_rises_produces_no_candidate(  # type: ignor
     for seed in range(4):
         task, prompt = add_task(sqlite_db, difficulty=2, seed=400 + seed)
         add_episode(sqlite_db, task, prompt, answer=str(seed))
-    training = TrainingSettings(batch_size=3, epochs=1, min_steps=2, max_steps=2, learning_rate=0.5, lora_rank=4,
-                                lora_alpha=8, warmup_ratio=0.0, validation_share=0.25, evaluations=2,
-                                early_stopping_patience=1, process_filter=False)
-    settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url, model_store_dir=model_store.root,
-                        training=training)
+    training = TrainingSettings(
+        batch_size=3,
+        epochs=1,
+        min_steps=2,
+        max_steps=2,
+        learning_rate=0.5,
+        lora_rank=4,
+        lora_alpha=8,
+        warmup_ratio=0.0,
+        validation_share=0.25,
+        evaluations=2,
+        early_stopping_patience=1,
+        process_filter=False,
+    )
+    settings = Settings(
+        data_dir=tmp_path / "data", database_url=sqlite_db.url, model_store_dir=model_store.root, training=training
+    )
     container = Container(settings)
     bus = EventBus(sqlite_db)
     try:

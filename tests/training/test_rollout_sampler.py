@@ -12,8 +12,15 @@ BASE = "smollm2-135m"
 def _candidate(db: Database, name: str, parent: str = BASE) -> None:
     with db.session() as session:
         registry.ensure_base_registered(session)
-        registry.register_candidate(session, version_id=name, base=BASE, adapter_path=f"/x/{name}",
-                                    parent_id=parent, dataset_digest=name.ljust(64, "0"), training_metrics={})
+        registry.register_candidate(
+            session,
+            version_id=name,
+            base=BASE,
+            adapter_path=f"/x/{name}",
+            parent_id=parent,
+            dataset_digest=name.ljust(64, "0"),
+            training_metrics={},
+        )
 
 
 def _decide(db: Database, name: str, *, dev_better: bool | None) -> None:
@@ -43,8 +50,9 @@ def test_a_promotion_ends_the_old_champions_sampler(sqlite_db: Database) -> None
     _candidate(sqlite_db, "slight")
     _candidate(sqlite_db, "winner")
     with sqlite_db.session() as session:
-        registry.record_decision(session, version_id="slight", scores={"gate": {}, "dev_better": True},
-                                 reason="not significantly better")
+        registry.record_decision(
+            session, version_id="slight", scores={"gate": {}, "dev_better": True}, reason="not significantly better"
+        )
         assert registry.rollout_sampler(session) == "slight"
         registry.promote(session, version_id="winner")
     with sqlite_db.session() as session:

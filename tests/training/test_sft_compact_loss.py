@@ -17,9 +17,19 @@ def tiny_llama(seed: int = 0):  # type: ignore[no-untyped-def]
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         tie_word_embeddings=True, pad_token_id=0, eos_token_id=1, bos_token_id=2)
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+    )
     return LlamaForCausalLM(config).float().train()
 
 
@@ -40,8 +50,9 @@ def batch(seed: int = 1) -> dict:
 def lora(model):  # type: ignore[no-untyped-def]
     from peft import LoraConfig, get_peft_model
 
-    peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
-                                                  task_type="CAUSAL_LM"))
+    peft_model = get_peft_model(
+        model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], task_type="CAUSAL_LM")
+    )
     for name, p in peft_model.named_parameters():  # lora_B starts at zero: give it values so every grad is non-zero
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.1)
@@ -110,8 +121,12 @@ def word_tokenizer():  # type: ignore[no-untyped-def]
     from transformers import PreTrainedTokenizerFast
 
     vocab = {"<pad>": 0, "</s>": 1, "<s>": 2, **{f"w{i}": i for i in range(3, VOCAB)}}
-    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(WordLevel(vocab, unk_token="<pad>")),
-                                   pad_token="<pad>", eos_token="</s>", bos_token="<s>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(WordLevel(vocab, unk_token="<pad>")),
+        pad_token="<pad>",
+        eos_token="</s>",
+        bos_token="<s>",
+    )
 
 
 def test_the_cpu_trainer_trains_with_the_compact_loss_and_logs_trls_metrics(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -124,16 +139,28 @@ def test_the_cpu_trainer_trains_with_the_compact_loss_and_logs_trls_metrics(tmp_
     monkeypatch.setattr(sft, "compact_lm_loss", lambda *a, **k: calls.append(1) or compact_lm_loss(*a, **k))
 
     inputs = batch()
-    rows = [{"input_ids": ids[m.bool()].tolist(), "labels": lab[m.bool()].tolist()}
-            for ids, lab, m in zip(inputs["input_ids"], inputs["labels"], inputs["attention_mask"], strict=True)]
-    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=3, use_cpu=True,
-                       bf16=False, report_to="none", save_strategy="no", disable_tqdm=True,
-                       activation_checkpointing=False)
+    rows = [
+        {"input_ids": ids[m.bool()].tolist(), "labels": lab[m.bool()].tolist()}
+        for ids, lab, m in zip(inputs["input_ids"], inputs["labels"], inputs["attention_mask"], strict=True)
+    ]
+    config = SFTConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=3,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        activation_checkpointing=False,
+    )
     cpu = trainer_class(TrainDevice("cpu", "fp32", "test"))
     assert cpu is not SFTTrainer and issubclass(cpu, SFTTrainer)
     assert trainer_class(TrainDevice("cuda", "bf16", "test")) is SFTTrainer
-    trainers = [cls(model=tiny_llama(), args=config, train_dataset=Dataset.from_list(rows),
-                    processing_class=word_tokenizer()) for cls in (cpu, SFTTrainer)]
+    trainers = [
+        cls(model=tiny_llama(), args=config, train_dataset=Dataset.from_list(rows), processing_class=word_tokenizer())
+        for cls in (cpu, SFTTrainer)
+    ]
     losses, grad_sets = [], []
     for trainer in trainers:
         collated = trainer.data_collator(list(trainer.train_dataset))

@@ -89,10 +89,19 @@ def test_heldout_tasks_are_dropped_and_a_leak_fails_loudly(sqlite_db: Database) 
 
 def test_a_saved_dataset_keeps_each_rows_hint_source(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The parquet file once dropped the hint level, so every reloaded row (and the job's report) said 'none'."""
-    rows = [TrainingRow(task_id=f"t{i}", episode_id=f"e{i}", environment="arithmetic", difficulty=3,
-                        messages=[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "ANSWER: 1"}],
-                        train_turns=[1], prompt_length=1, hint_level=level)
-            for i, level in enumerate(["none", "partial", "full", "full"])]
+    rows = [
+        TrainingRow(
+            task_id=f"t{i}",
+            episode_id=f"e{i}",
+            environment="arithmetic",
+            difficulty=3,
+            messages=[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "ANSWER: 1"}],
+            train_turns=[1],
+            prompt_length=1,
+            hint_level=level,
+        )
+        for i, level in enumerate(["none", "partial", "full", "full"])
+    ]
     dataset = DistillationSet(parent_version="smollm2-135m", rows=rows)
     dataset.digest = dataset_digest(dataset)
     loaded = load_dataset(save_dataset(dataset, tmp_path))
@@ -111,12 +120,25 @@ def test_digest_is_stable_and_a_trained_digest_is_refused(sqlite_db: Database, t
     assert first.digest in card and "| arithmetic |" in card and "leak check: passed" in card
     with sqlite_db.session() as session:
         registry.ensure_base_registered(session)
-        registry.register_candidate(session, version_id=registry.candidate_id("smollm2-135m", first.digest),
-                                    base="smollm2-135m", adapter_path=None, parent_id="smollm2-135m",
-                                    dataset_digest=first.digest, training_metrics={})
+        registry.register_candidate(
+            session,
+            version_id=registry.candidate_id("smollm2-135m", first.digest),
+            base="smollm2-135m",
+            adapter_path=None,
+            parent_id="smollm2-135m",
+            dataset_digest=first.digest,
+            training_metrics={},
+        )
     with sqlite_db.session() as session, pytest.raises(registry.DigestAlreadyTrained):
-        registry.register_candidate(session, version_id="other-name", base="smollm2-135m", adapter_path=None,
-                                    parent_id="smollm2-135m", dataset_digest=first.digest, training_metrics={})
+        registry.register_candidate(
+            session,
+            version_id="other-name",
+            base="smollm2-135m",
+            adapter_path=None,
+            parent_id="smollm2-135m",
+            dataset_digest=first.digest,
+            training_metrics={},
+        )
     task, prompt = add_task(sqlite_db, seed=5)
     add_episode(sqlite_db, task, prompt)
     assert _build(sqlite_db).digest != first.digest
@@ -126,8 +148,9 @@ def test_assistant_only_loss_mask_token_by_token(model_store) -> None:  # type: 
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_store.resolve("smollm2-135m").base_dir, local_files_only=True)
-    messages = render_for_model(trajectory("Ana has 3 bags of 2 apples. How many apples?", "6",
-                                           few_shot="Tom has 1 apple.", bad_first=True))
+    messages = render_for_model(
+        trajectory("Ana has 3 bags of 2 apples. How many apples?", "6", few_shot="Tom has 1 apple.", bad_first=True)
+    )
     turns = [6, 8]
     ids, labels = tokenize_row(tokenizer, messages, turns)
     text = tokenizer.apply_chat_template(messages, tokenize=False)
@@ -141,14 +164,14 @@ def test_assistant_only_loss_mask_token_by_token(model_store) -> None:  # type: 
         header = tokenizer(f"<|im_start|>{message['role']}\n", add_special_tokens=False)["input_ids"]
         body = tokenizer(message["content"], add_special_tokens=False)["input_ids"] + [end_id]
         newline = tokenizer("\n", add_special_tokens=False)["input_ids"]
-        assert ids[position:position + len(header)] == header
-        assert all(label == -100 for label in labels[position:position + len(header)])
+        assert ids[position : position + len(header)] == header
+        assert all(label == -100 for label in labels[position : position + len(header)])
         position += len(header)
-        assert ids[position:position + len(body)] == body
+        assert ids[position : position + len(body)] == body
         expected = body if index in turns else [-100] * len(body)
-        assert labels[position:position + len(body)] == expected, f"turn {index}"
+        assert labels[position : position + len(body)] == expected, f"turn {index}"
         position += len(body)
-        assert ids[position:position + len(newline)] == newline and labels[position] == -100
+        assert ids[position : position + len(newline)] == newline and labels[position] == -100
         position += len(newline)
     assert position == len(ids)
 

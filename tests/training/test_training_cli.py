@@ -26,8 +26,15 @@ def cli(tmp_path: Path, sqlite_db: Database, monkeypatch: pytest.MonkeyPatch) ->
     app.command("train")(train_command)
     with sqlite_db.session() as session:
         registry.ensure_base_registered(session)
-        registry.register_candidate(session, version_id="gen1", base="smollm2-135m", adapter_path=None,
-                                    parent_id="smollm2-135m", dataset_digest="d" * 64, training_metrics={})
+        registry.register_candidate(
+            session,
+            version_id="gen1",
+            base="smollm2-135m",
+            adapter_path=None,
+            parent_id="smollm2-135m",
+            dataset_digest="d" * 64,
+            training_metrics={},
+        )
     return app
 
 
@@ -50,7 +57,6 @@ def test_train_with_no_new_episodes_is_a_one_line_outcome(cli: typer.Typer) -> N
     assert "no new verified episodes since smollm2-135m" in result.output
     queued = CliRunner().invoke(cli, ["train"])
     assert queued.exit_code == 0 and "not queued: 0 new verified episodes" in queued.output
-
 
 
 def test_models_gate_judges_a_candidate_once_and_refuses_what_is_not_one(

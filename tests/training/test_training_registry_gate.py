@@ -18,8 +18,15 @@ from lamarck.training.gate import decide, run_gate, sign_test_p
 def _candidate(db: Database, name: str, parent: str = "smollm2-135m") -> None:
     with db.session() as session:
         registry.ensure_base_registered(session)
-        registry.register_candidate(session, version_id=name, base="smollm2-135m", adapter_path=f"/x/{name}",
-                                    parent_id=parent, dataset_digest=name.ljust(64, "0"), training_metrics={})
+        registry.register_candidate(
+            session,
+            version_id=name,
+            base="smollm2-135m",
+            adapter_path=f"/x/{name}",
+            parent_id=parent,
+            dataset_digest=name.ljust(64, "0"),
+            training_metrics={},
+        )
 
 
 def test_promote_and_rollback(db: Database) -> None:
@@ -62,14 +69,17 @@ def test_decide_refuses_a_worse_or_unproven_candidate_and_accepts_a_better_one()
     assert not bad.promote and "not better" in bad.reason
     unproven = decide("c", "h", {"arithmetic": (slight, champ)}, ["arithmetic"])
     assert not unproven.promote and "not significantly better" in unproven.reason
-    regress = decide("c", "h", {"arithmetic": (better, champ),
-                                "string_ops": ([False] * 3 + [True] * 7, other)}, ["arithmetic"])
+    regress = decide(
+        "c", "h", {"arithmetic": (better, champ), "string_ops": ([False] * 3 + [True] * 7, other)}, ["arithmetic"]
+    )
     assert not regress.promote and "worse on string_ops" in regress.reason
 
 
 def _tasks(env: str, n: int) -> list[TaskSpec]:
-    return [TaskSpec(environment=env, difficulty=1, prompt=f"{env} task {i}", seed=i, source_id=f"{env}/{i}")
-            for i in range(n)]
+    return [
+        TaskSpec(environment=env, difficulty=1, prompt=f"{env} task {i}", seed=i, source_id=f"{env}/{i}")
+        for i in range(n)
+    ]
 
 
 def test_run_gate_records_and_promotes_only_a_better_candidate(sqlite_db: Database) -> None:
@@ -88,11 +98,27 @@ def test_run_gate_records_and_promotes_only_a_better_candidate(sqlite_db: Databa
         return base
 
     bus = EventBus(sqlite_db)
-    refused = run_gate(sqlite_db, candidate="bad", champion="smollm2-135m", evaluator=evaluator,
-                       environments=list(tasks), trained_environments=["arithmetic"], tasks=tasks, bus=bus)
+    refused = run_gate(
+        sqlite_db,
+        candidate="bad",
+        champion="smollm2-135m",
+        evaluator=evaluator,
+        environments=list(tasks),
+        trained_environments=["arithmetic"],
+        tasks=tasks,
+        bus=bus,
+    )
     assert not refused.promote
-    accepted = run_gate(sqlite_db, candidate="good", champion="smollm2-135m", evaluator=evaluator,
-                        environments=list(tasks), trained_environments=["arithmetic"], tasks=tasks, bus=bus)
+    accepted = run_gate(
+        sqlite_db,
+        candidate="good",
+        champion="smollm2-135m",
+        evaluator=evaluator,
+        environments=list(tasks),
+        trained_environments=["arithmetic"],
+        tasks=tasks,
+        bus=bus,
+    )
     assert accepted.promote
     # both models saw exactly the same tasks
     by_env: dict[str, set[tuple[str, ...]]] = {}

@@ -19,8 +19,11 @@ from lamarck.training.pipeline import maybe_schedule_distillation
 def test_schedules_once_enough_new_episodes_exist_and_never_the_same_data_twice(
     tmp_path: Path, sqlite_db: Database
 ) -> None:
-    settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url,
-                        training=TrainingSettings(min_new_episodes=3, process_filter=False, anchor_levels=0))
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        training=TrainingSettings(min_new_episodes=3, process_filter=False, anchor_levels=0),
+    )
     container = Container(settings)  # the helpers' level-1 `calc` episodes: no process filter, no anchor cap
     sent: list[tuple[str, dict[str, Any]]] = []
 
@@ -38,15 +41,22 @@ def test_schedules_once_enough_new_episodes_exist_and_never_the_same_data_twice(
         bus = EventBus(sqlite_db)
         second = maybe_schedule_distillation(container, send, bus=bus)
         assert second.scheduled and second.dataset_digest is not None
-        assert sent == [("lamarck.train.distill", {"parent_version": "smollm2-135m",
-                                                   "dataset_digest": second.dataset_digest})]
+        assert sent == [
+            ("lamarck.train.distill", {"parent_version": "smollm2-135m", "dataset_digest": second.dataset_digest})
+        ]
         assert (dataset_dir(settings.data_dir, second.dataset_digest) / "rows.parquet").is_file()
         assert [e.type for e in bus.replay()] == ["training.scheduled"]
         with sqlite_db.session() as session:  # the job ran and made a candidate from this digest
             registry.ensure_base_registered(session)
-            registry.register_candidate(session, version_id=registry.candidate_id("smollm2-135m", second.dataset_digest),
-                                        base="smollm2-135m", adapter_path=None, parent_id="smollm2-135m",
-                                        dataset_digest=second.dataset_digest, training_metrics={})
+            registry.register_candidate(
+                session,
+                version_id=registry.candidate_id("smollm2-135m", second.dataset_digest),
+                base="smollm2-135m",
+                adapter_path=None,
+                parent_id="smollm2-135m",
+                dataset_digest=second.dataset_digest,
+                training_metrics={},
+            )
         third = maybe_schedule_distillation(container, send)
         assert not third.scheduled and "already trained" in third.reason and len(sent) == 1
     finally:
@@ -54,9 +64,11 @@ def test_schedules_once_enough_new_episodes_exist_and_never_the_same_data_twice(
 
 
 def test_a_dataset_with_too_few_rows_new_to_the_parents_jobs_is_not_queued(tmp_path: Path, sqlite_db: Database) -> None:
-    settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url,
-                        training=TrainingSettings(min_new_episodes=1, process_filter=False, anchor_levels=0,
-                                                  min_new_row_share=0.5))
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        training=TrainingSettings(min_new_episodes=1, process_filter=False, anchor_levels=0, min_new_row_share=0.5),
+    )
     container = Container(settings)
     sent: list[tuple[str, dict[str, Any]]] = []
     try:
@@ -67,9 +79,15 @@ def test_a_dataset_with_too_few_rows_new_to_the_parents_jobs_is_not_queued(tmp_p
         assert first.scheduled and first.dataset_digest is not None
         with sqlite_db.session() as session:  # trained, then refused by the gate: the champion is still the base
             registry.ensure_base_registered(session)
-            registry.register_candidate(session, version_id=registry.candidate_id("smollm2-135m", first.dataset_digest),
-                                        base="smollm2-135m", adapter_path=None, parent_id="smollm2-135m",
-                                        dataset_digest=first.dataset_digest, training_metrics={})
+            registry.register_candidate(
+                session,
+                version_id=registry.candidate_id("smollm2-135m", first.dataset_digest),
+                base="smollm2-135m",
+                adapter_path=None,
+                parent_id="smollm2-135m",
+                dataset_digest=first.dataset_digest,
+                training_metrics={},
+            )
         task, prompt = add_task(sqlite_db, seed=410)  # one new episode beside four trained ones: < half of 4
         add_episode(sqlite_db, task, prompt)
         again = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))

@@ -42,22 +42,38 @@ def test_cpu_trains_in_fp32_without_checkpointing() -> None:
 
 
 def test_tiny_sft_lowers_loss_and_the_engine_serves_the_adapter(
-    tmp_path: Path, sqlite_db: Database, model_store, local_engine  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    sqlite_db: Database,
+    model_store,
+    local_engine,  # type: ignore[no-untyped-def]
 ) -> None:
     tag = uuid.uuid4().hex[:6]
     for seed in range(3):
         task, prompt = add_task(sqlite_db, seed=200 + seed)
         add_episode(sqlite_db, task, prompt, answer=f"zebra {tag} {seed}")
-    settings = Settings(data_dir=tmp_path / "data", database_url=sqlite_db.url, model_store_dir=model_store.root,
-                        training=TrainingSettings(max_steps=4, batch_size=3, learning_rate=3e-3, lora_rank=8,
-                                                  lora_alpha=16, save_steps=2, process_filter=False,
-                                                  anchor_levels=0))  # the helper's rows are placeholders
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        model_store_dir=model_store.root,
+        training=TrainingSettings(
+            max_steps=4,
+            batch_size=3,
+            learning_rate=3e-3,
+            lora_rank=8,
+            lora_alpha=16,
+            save_steps=2,
+            process_filter=False,
+            anchor_levels=0,
+        ),
+    )  # the helper's rows are placeholders
     container = Container(settings)
     bus = EventBus(sqlite_db)
     dataset = pipeline.prepare_dataset(container, "smollm2-135m")
     made = None
     try:
-        made = pipeline.train_candidate(container, parent_version="smollm2-135m", dataset_digest=dataset.digest, bus=bus)
+        made = pipeline.train_candidate(
+            container, parent_version="smollm2-135m", dataset_digest=dataset.digest, bus=bus
+        )
         assert made.created
         sft = made.metrics["sft"]
         assert sft["precision"] == choose_device("auto").precision and sft["steps"] == 4
@@ -103,8 +119,9 @@ def test_an_adapter_the_engine_cannot_load_is_refused(tmp_path: Path, model_stor
 
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 4, "lora_alpha": 8,
-                                                         "target_modules": ["q_proj"], "use_dora": True}))
+    (bad / "adapter_config.json").write_text(
+        json.dumps({"peft_type": "LORA", "r": 4, "lora_alpha": 8, "target_modules": ["q_proj"], "use_dora": True})
+    )
     with pytest.raises((UnsupportedModelError, ValueError, OSError)):
         pipeline.check_adapter_loads(bad, model_store.resolve("smollm2-135m").base_dir)
 
@@ -112,8 +129,16 @@ def test_an_adapter_the_engine_cannot_load_is_refused(tmp_path: Path, model_stor
 def _tiny_rows():  # type: ignore[no-untyped-def]
     from lamarck.training.traces_to_rows import TrainingRow
 
-    return [TrainingRow(task_id="t", episode_id="e", environment="arithmetic", difficulty=1, train_turns=[1],
-                        messages=[{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "ANSWER: 4"}])]
+    return [
+        TrainingRow(
+            task_id="t",
+            episode_id="e",
+            environment="arithmetic",
+            difficulty=1,
+            train_turns=[1],
+            messages=[{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "ANSWER: 4"}],
+        )
+    ]
 
 
 def test_a_killed_job_resumes_from_its_checkpoint_then_dpo_continues_it(  # type: ignore[no-untyped-def]
@@ -131,11 +156,22 @@ def test_a_killed_job_resumes_from_its_checkpoint_then_dpo_continues_it(  # type
     second = train_sft(base_dir=base, rows=_tiny_rows(), work_dir=tmp_path / "job", settings=settings, max_steps=3)
     assert second.resumed and second.steps == 3
 
-    pair = PreferencePair(task_id="t", environment="arithmetic", difficulty=1, chosen_episode_id="a",
-                          rejected_episode_id="b", prompt=[{"role": "user", "content": "What is 2+2?"}],
-                          chosen=[{"role": "assistant", "content": "ANSWER: 4"}],
-                          rejected=[{"role": "assistant", "content": "ANSWER: 5"}])
-    dpo = train_dpo(base_dir=base, adapter_dir=Path(second.output_dir), pairs=[pair, pair], work_dir=tmp_path / "dpo",
-                    settings=settings)
+    pair = PreferencePair(
+        task_id="t",
+        environment="arithmetic",
+        difficulty=1,
+        chosen_episode_id="a",
+        rejected_episode_id="b",
+        prompt=[{"role": "user", "content": "What is 2+2?"}],
+        chosen=[{"role": "assistant", "content": "ANSWER: 4"}],
+        rejected=[{"role": "assistant", "content": "ANSWER: 5"}],
+    )
+    dpo = train_dpo(
+        base_dir=base,
+        adapter_dir=Path(second.output_dir),
+        pairs=[pair, pair],
+        work_dir=tmp_path / "dpo",
+        settings=settings,
+    )
     assert dpo.steps == 2 and dpo.precision == choose_device("auto").precision
     pipeline.check_adapter_loads(Path(dpo.output_dir), base)

@@ -84,8 +84,9 @@ def _through(lines: list[str], last: int) -> str:
     return "\n".join(lines[: last + 1]).strip()
 
 
-def _call(rest: str, following: list[str], known_tools: set[str] | None,
-          primary_tool: str | None = None) -> tuple[Action, int]:
+def _call(
+    rest: str, following: list[str], known_tools: set[str] | None, primary_tool: str | None = None
+) -> tuple[Action, int]:
     """The call, and how many of the following lines it took its input from (a fenced block)."""
     rest = _undecorate_name(rest.strip(_DECORATION))
     match = _NAME_COLON.match(rest) or _NAME_PAREN.match(rest)
@@ -98,8 +99,10 @@ def _call(rest: str, following: list[str], known_tools: set[str] | None,
     if not argument and following and _FENCE_OPEN.match(following[0]):
         argument, used = _fenced_block(following)
     if not name:
-        return (Action(kind="malformed", error=f"CALL without a tool name: {_how_to_call(known_tools, primary_tool)}"),
-                used)
+        return (
+            Action(kind="malformed", error=f"CALL without a tool name: {_how_to_call(known_tools, primary_tool)}"),
+            used,
+        )
     if known_tools is not None and name not in known_tools and match is None:
         target = next(iter(known_tools)) if len(known_tools) == 1 else None
         if primary_tool in known_tools and not _NAME_START.match(name):

@@ -120,8 +120,9 @@ class Critic:
             if key in done:
                 output.verdicts.append(done[key])
             else:
-                output.verdicts.append(self._record(episode, rewards[key], judges.get(key), repairs.get(key), output,
-                                                    vectors.get(key)))
+                output.verdicts.append(
+                    self._record(episode, rewards[key], judges.get(key), repairs.get(key), output, vectors.get(key))
+                )
         return output
 
     def _lesson_vectors(
@@ -145,7 +146,7 @@ class Critic:
             return {}
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
             replies = pool.map(lambda e: self._judge(e, rewards[e.episode_id], request.run_id), episodes)
-            return {e.episode_id: reply for e, reply in zip(episodes, replies)}
+            return {e.episode_id: reply for e, reply in zip(episodes, replies, strict=True)}
 
     def _repair_all(
         self,
@@ -163,7 +164,7 @@ class Critic:
             return self._repair(episode, rewards[episode.episode_id], judge.lesson if judge else None, request.run_id)
 
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            return {e.episode_id: t for e, t in zip(failed, pool.map(repair, failed))}
+            return {e.episode_id: t for e, t in zip(failed, pool.map(repair, failed), strict=True)}
 
     def review_skills(self, candidates: Sequence[SkillCandidate], library: SkillLibrary) -> list[SkillDecision]:
         """Approve or reject induced skill candidates; approved ones are verified and added to the library."""
@@ -195,7 +196,10 @@ class Critic:
         )
         try:
             text = self.gateway.complete(
-                "critic", [{"role": "user", "content": prompt}], max_tokens=JUDGE_TOKENS, run_id=run_id,
+                "critic",
+                [{"role": "user", "content": prompt}],
+                max_tokens=JUDGE_TOKENS,
+                run_id=run_id,
                 episode_id=episode.episode_id,
             ).text
         except GatewayError as exc:
@@ -217,7 +221,10 @@ class Critic:
         )
         try:
             text = self.gateway.complete(
-                "critic", [{"role": "user", "content": prompt}], max_tokens=REPAIR_TOKENS, run_id=run_id,
+                "critic",
+                [{"role": "user", "content": prompt}],
+                max_tokens=REPAIR_TOKENS,
+                run_id=run_id,
                 episode_id=episode.episode_id,
             ).text.strip()
         except GatewayError:
@@ -253,7 +260,11 @@ class Critic:
             passed, score, details, source = False, 0.0, "no verifier and no usable judge verdict", "judge"
         critique = None
         if judge is not None and judge.critique:
-            critique = judge.critique if not judge.first_error else f"first error at step {judge.first_error}: {judge.critique}"
+            critique = (
+                judge.critique
+                if not judge.first_error
+                else f"first error at step {judge.first_error}: {judge.critique}"
+            )
         lesson_id = self._keep_lesson(episode, judge, passed if reward is not None else None, output, lesson_vector)
         with self.db.session() as session:
             stored = repo.get_episode(session, episode_id=episode.episode_id)
@@ -301,17 +312,23 @@ class Critic:
             details=details,
         )
 
-
-    def _keep_lesson(self, episode: EpisodeForReview, judge: JudgeReply | None, verified: bool | None,
-                     output: CriticOutput, vector: Embedding | None) -> str | None:
+    def _keep_lesson(
+        self,
+        episode: EpisodeForReview,
+        judge: JudgeReply | None,
+        verified: bool | None,
+        output: CriticOutput,
+        vector: Embedding | None,
+    ) -> str | None:
         """Store the judge's lesson and credit the lessons the episode was shown; memory trouble loses no verdict."""
         if self.lessons is None:
             return None
         lesson_id = None
         try:
             if judge is not None and judge.lesson:
-                write = self.lessons.add(judge.lesson, environment=episode.task.environment,
-                                         episode_id=episode.episode_id, embedding=vector)
+                write = self.lessons.add(
+                    judge.lesson, environment=episode.task.environment, episode_id=episode.episode_id, embedding=vector
+                )
                 lesson_id = write.lesson_id
                 output.lessons_merged += int(write.merged)
                 output.lessons_added += int(not write.merged)
@@ -357,7 +374,11 @@ def render_attempt(episode: EpisodeForReview) -> str:
     if episode.failure_reason:
         lines.append(f"Ended without an answer: {episode.failure_reason}")
     text = "\n".join(lines) or "(the attempt is empty)"
-    return text if len(text) <= MAX_ATTEMPT_CHARS else text[: MAX_ATTEMPT_CHARS // 2] + "\n...\n" + text[-MAX_ATTEMPT_CHARS // 2 :]
+    return (
+        text
+        if len(text) <= MAX_ATTEMPT_CHARS
+        else text[: MAX_ATTEMPT_CHARS // 2] + "\n...\n" + text[-MAX_ATTEMPT_CHARS // 2 :]
+    )
 
 
 def judge_agreement(session: Session) -> list[dict[str, object]]:

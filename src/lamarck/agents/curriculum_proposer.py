@@ -38,8 +38,10 @@ Source = Literal["procedural", "llm", "replay"]
 class ProposerInput(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    profile: Any = Field(description="what the frontier reads: a CapabilityProfile (Posteriors) for the Thompson "
-                                     "frontier, per-cell CellEvidence for the learnable-cells frontier")
+    profile: Any = Field(
+        description="what the frontier reads: a CapabilityProfile (Posteriors) for the Thompson "
+        "frontier, per-cell CellEvidence for the learnable-cells frontier"
+    )
     batch_size: int = Field(ge=1, le=4096)
     seed: int = 0
     llm_share: float = Field(0.25, ge=0.0, le=1.0)
@@ -98,10 +100,12 @@ class CurriculumProposer:
             for slot in slots
         ]
         seeds = [rng.randrange(2**31) for _ in slots]
-        replies = self._ask_all([(slot, seed) for slot, seed, ask in zip(slots, seeds, asks) if ask], request.run_id)
+        replies = self._ask_all(
+            [(slot, seed) for slot, seed, ask in zip(slots, seeds, asks, strict=True) if ask], request.run_id
+        )
         output = ProposerOutput(tasks=[])
         novelty = _Novelty(request.recent_prompts)
-        for slot, ask in zip(slots, asks):
+        for slot, ask in zip(slots, asks, strict=True):
             if slot.replay_task is not None:
                 output.tasks.append(ProposedTask(task=slot.replay_task, source="replay", reason=slot.reason))
                 novelty.add(slot.replay_task.prompt)
@@ -133,7 +137,11 @@ class CurriculumProposer:
         )
         try:
             return self.gateway.complete(
-                "curriculum", [{"role": "user", "content": prompt}], seed=seed, max_tokens=PROPOSAL_TOKENS, run_id=run_id
+                "curriculum",
+                [{"role": "user", "content": prompt}],
+                seed=seed,
+                max_tokens=PROPOSAL_TOKENS,
+                run_id=run_id,
             ).text
         except GatewayError as exc:
             return exc
@@ -164,7 +172,9 @@ class CurriculumProposer:
             self._reject(output, slot, exc.category, exc.detail)
             return None
         output.llm_accepted += 1
-        return ProposedTask(task=task.model_copy(update={"source_id": f"{env_name}/llm"}), source="llm", reason=slot.reason)
+        return ProposedTask(
+            task=task.model_copy(update={"source_id": f"{env_name}/llm"}), source="llm", reason=slot.reason
+        )
 
     @staticmethod
     def _reject(output: ProposerOutput, slot: FrontierSlot, category: str, detail: str) -> None:

@@ -34,15 +34,23 @@ def verified_examples(db: Database, environment: str, *, limit: int = 12) -> lis
     """``(difficulty, worked example)`` from the newest verified, process-filtered passes on training tasks."""
     examples: list[tuple[int, FewShotExample]] = []
     with db.session() as session:
-        query = (select(Episode, Task).join(Task, Task.id == Episode.task_id)
-                 .where(Task.environment == environment, Episode.outcome == "passed",
-                        Episode.repaired_from_id.is_(None))
-                 .order_by(Episode.created_at.desc()).limit(SCANNED_PER_ENVIRONMENT))
+        query = (
+            select(Episode, Task)
+            .join(Task, Task.id == Episode.task_id)
+            .where(Task.environment == environment, Episode.outcome == "passed", Episode.repaired_from_id.is_(None))
+            .order_by(Episode.created_at.desc())
+            .limit(SCANNED_PER_ENVIRONMENT)
+        )
         for episode, task in session.execute(query).tuples():
             if is_heldout(task.environment, task.prompt):
                 continue
-            spec = TaskSpec(environment=task.environment, difficulty=task.difficulty, prompt=task.prompt,
-                            reference=dict(task.reference or {}), metadata=dict(task.meta or {}))
+            spec = TaskSpec(
+                environment=task.environment,
+                difficulty=task.difficulty,
+                prompt=task.prompt,
+                reference=dict(task.reference or {}),
+                metadata=dict(task.meta or {}),
+            )
             trajectory = repo.episode_trajectory(episode)
             if process_problem(spec, trajectory, episode.answer or "") is not None:
                 continue

@@ -95,8 +95,13 @@ class Distillation:
                     self.notify(f"distillation {job} failed: {event.payload.get('error', 'see the worker log')}")
         return pending
 
-    def drain(self, *, timeout: float | None = None, poll_seconds: float = 2.0,
-              on_wait: Callable[[list[str]], None] | None = None) -> bool:
+    def drain(
+        self,
+        *,
+        timeout: float | None = None,
+        poll_seconds: float = 2.0,
+        on_wait: Callable[[list[str]], None] | None = None,
+    ) -> bool:
         """Wait for our in-flight jobs, then gate what they made; False if the timeout came first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while pending := self.in_flight():
@@ -123,8 +128,12 @@ class Distillation:
                 message = one_line(exc)
                 log.exception("gate of %s failed", candidate.id)
                 with self.container.db.session() as session:
-                    registry.record_decision(session, version_id=candidate.id, scores={"gate": {"error": message}},
-                                             reason=f"gate could not evaluate it: {message}")
+                    registry.record_decision(
+                        session,
+                        version_id=candidate.id,
+                        scores={"gate": {"error": message}},
+                        reason=f"gate could not evaluate it: {message}",
+                    )
                 self.bus.publish("model.gate", {"candidate": candidate.id, "promote": False, "error": message})
                 self.notify(f"gate: {candidate.id} refused — could not evaluate it: {message}")
         return decisions
@@ -139,26 +148,45 @@ class Distillation:
         environments = gate_environments(trained, settings.gate_environments)
         envs = {name: get_environment(name, sandbox=self.container.sandbox) for name in environments}
         counts = version.training_metrics.get("counts") or {}
-        tasks = {name: gate_tasks(envs[name], settings.gate_per_level, settings.gate_focus_per_level,
-                                  focus=focus_levels(counts.get(name, {}), settings.gate_focus_min_share))
-                 for name in environments}
+        tasks = {
+            name: gate_tasks(
+                envs[name],
+                settings.gate_per_level,
+                settings.gate_focus_per_level,
+                focus=focus_levels(counts.get(name, {}), settings.gate_focus_min_share),
+            )
+            for name in environments
+        }
         alpha = look_alpha(settings.gate_alpha, look, settings.gate_looks)
         if alpha <= 0.0:
             return self._refuse_unplanned(candidate, champion, trained, look)
         evaluator = gate_evaluator(self.container.gateway, envs, self.container.db)
         power = self._power(evaluator, champion, trained, tasks, alpha)
         sizes = ", ".join(f"{name} ({len(tasks[name])} tasks)" for name in environments)
-        self.notify(f"gate look {look}/{settings.gate_looks}: {candidate} vs {champion} on {sizes}, alpha {alpha:.3g}, "
-                    f"power {power:.2f} for +{settings.gate_effect:.2f}")
+        self.notify(
+            f"gate look {look}/{settings.gate_looks}: {candidate} vs {champion} on {sizes}, alpha {alpha:.3g}, "
+            f"power {power:.2f} for +{settings.gate_effect:.2f}"
+        )
         decision = run_gate(
-            self.container.db, candidate=candidate, champion=champion, evaluator=evaluator,
-            environments=environments, trained_environments=trained, per_level=settings.gate_per_level,
-            alpha=alpha, tolerance=settings.gate_tolerance, bus=self.bus, tasks=tasks, look=look, power=power,
+            self.container.db,
+            candidate=candidate,
+            champion=champion,
+            evaluator=evaluator,
+            environments=environments,
+            trained_environments=trained,
+            per_level=settings.gate_per_level,
+            alpha=alpha,
+            tolerance=settings.gate_tolerance,
+            bus=self.bus,
+            tasks=tasks,
+            look=look,
+            power=power,
         )
         gated_under = {name: release_harness(self.container.db, env).version_id for name, env in envs.items()}
         with self.container.db.session() as session:  # a release is the model with the harnesses it was gated under
-            registry.record_decision(session, version_id=candidate, reason=decision.reason,
-                                     scores={"gate_harnesses": gated_under})
+            registry.record_decision(
+                session, version_id=candidate, reason=decision.reason, scores={"gate_harnesses": gated_under}
+            )
         verdict = "promoted" if decision.promote else "kept as candidate"
         self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
         if not decision.promote and trained:
@@ -168,13 +196,29 @@ class Distillation:
     def _refuse_unplanned(self, candidate: str, champion: str, trained: Sequence[str], look: int) -> GateDecision:
         """A look beyond the pre-registered plan can promote nothing, so the gate's tasks are not run at all."""
         settings = self.container.settings.training
-        reason = (f"the pre-registered gate looks are used up (look {look} of {settings.gate_looks}, alpha spent): "
-                  "raise training.gate_looks to plan more")
-        decision = GateDecision(candidate=candidate, champion=champion, promote=False, reason=reason, p_value=None,
-                                alpha=0.0, tolerance=settings.gate_tolerance, environments=[], look=look, power=0.0)
+        reason = (
+            f"the pre-registered gate looks are used up (look {look} of {settings.gate_looks}, alpha spent): "
+            "raise training.gate_looks to plan more"
+        )
+        decision = GateDecision(
+            candidate=candidate,
+            champion=champion,
+            promote=False,
+            reason=reason,
+            p_value=None,
+            alpha=0.0,
+            tolerance=settings.gate_tolerance,
+            environments=[],
+            look=look,
+            power=0.0,
+        )
         with self.container.db.session() as session:
-            registry.record_decision(session, version_id=candidate, reason=reason,
-                                     scores={"gate": {}, "gate_p_value": None, "gate_look": look})
+            registry.record_decision(
+                session,
+                version_id=candidate,
+                reason=reason,
+                scores={"gate": {}, "gate_p_value": None, "gate_look": look},
+            )
         self.bus.publish("model.gate", decision.model_dump(mode="json"))
         self.notify(f"gate: {candidate} kept as candidate — {reason}")
         if trained:
@@ -195,14 +239,24 @@ class Distillation:
             wins, losses, tasks = wins + won, losses + lost, tasks + len(dev)
         better = wins > losses
         with self.container.db.session() as session:
-            registry.record_decision(session, version_id=candidate, reason=reason, scores={
-                "dev": {"tasks": tasks, "wins": wins, "losses": losses}, "dev_better": better})
+            registry.record_decision(
+                session,
+                version_id=candidate,
+                reason=reason,
+                scores={"dev": {"tasks": tasks, "wins": wins, "losses": losses}, "dev_better": better},
+            )
         if better:
             self.notify(f"{candidate} won {wins} and lost {losses} of {tasks} dev tasks: it rolls out for the teacher")
         return better
 
-    def _power(self, evaluator: Callable[[str, str, Sequence[TaskSpec]], list[bool]], champion: str,
-               trained: Sequence[str], tasks: dict[str, list[TaskSpec]], alpha: float) -> float:
+    def _power(
+        self,
+        evaluator: Callable[[str, str, Sequence[TaskSpec]], list[bool]],
+        champion: str,
+        trained: Sequence[str],
+        tasks: dict[str, list[TaskSpec]],
+        alpha: float,
+    ) -> float:
         """The chance the trained environments' tasks detect a gain of ``gate_effect`` at this look: the champion's
         failures are where a candidate can win; losses are assumed at a tenth of the wins."""
         effect = self.container.settings.training.gate_effect
@@ -212,6 +266,7 @@ class Distillation:
         failed = sum(not passed for name in trained for passed in evaluator(champion, name, tasks[name])) / n
         p_win = min(failed, effect * 1.1)
         return sign_test_power(n, p_win, 0.1 * p_win, alpha)
+
 
 def gate_tasks(env: Environment, per_level: int, focus_per_level: int, *, focus: Sequence[int]) -> list[TaskSpec]:
     """Held-out tasks for the gate: ``per_level`` at every level, ``focus_per_level`` at the levels the candidate
@@ -241,15 +296,18 @@ def one_line(exc: BaseException) -> str:
 
 def gate_environments(trained: Sequence[str], configured: Sequence[str] | None) -> list[str]:
     """The held-out sets a candidate is judged on: its own environments, then the configured (or all) others."""
-    others = configured if configured is not None else [
-        name for name in list_environments() if get_environment(name).training_allowed
-    ]
+    others = (
+        configured
+        if configured is not None
+        else [name for name in list_environments() if get_environment(name).training_allowed]
+    )
     return list(dict.fromkeys([*trained, *others]))
 
 
 @contextmanager
-def open_distillation(container: Container, bus: EventBus, enabled: bool = True,
-                      notify: Callable[[str], None] | None = None) -> Iterator[Distillation | None]:
+def open_distillation(
+    container: Container, bus: EventBus, enabled: bool = True, notify: Callable[[str], None] | None = None
+) -> Iterator[Distillation | None]:
     """A run's distillation driver (None when disabled), with an embedded worker in embedded mode that is
     stopped when the block ends; in distributed mode jobs go to the broker for ``lamarck worker`` hosts."""
     if not enabled:
@@ -261,8 +319,13 @@ def open_distillation(container: Container, bus: EventBus, enabled: bool = True,
     configure(app, container.settings)
     worker = start_embedded_worker(container.settings)
     try:
-        yield Distillation(container, send=send, bus=bus, notify=notify or (lambda message: log.info(message)),
-                           phases=container.settings.training.phases and worker is not None)
+        yield Distillation(
+            container,
+            send=send,
+            bus=bus,
+            notify=notify or (lambda message: log.info(message)),
+            phases=container.settings.training.phases and worker is not None,
+        )
     finally:
         if worker is not None:
             worker.stop()

@@ -69,8 +69,9 @@ def tasks_digest(tasks: Sequence[TaskSpec]) -> str:
     return digest.hexdigest()
 
 
-def heldout_tasks(env: Environment, *, version: str | None = None, per_level: int = 5, limit: int | None = None
-                  ) -> tuple[list[TaskSpec], str]:
+def heldout_tasks(
+    env: Environment, *, version: str | None = None, per_level: int = 5, limit: int | None = None
+) -> tuple[list[TaskSpec], str]:
     """The held-out tasks (a prefix when ``limit`` is set) and the eval-set name that pins them; ``version`` None is
     the environment's current held-out version."""
     tasks = heldout_set(env.name, version, per_level=per_level, env=env)
@@ -105,14 +106,20 @@ def evaluate(
     else:
         run = harness.derive(sampling={"temperature": 0.0, "top_p": 1.0, "samples_per_task": samples})
     started = time.perf_counter()
-    out = Executor(gateway, {env.name: env}, max_concurrency=max_concurrency).run(ExecutorInput(
-        tasks=list(tasks), model_version=model_version, harnesses={env.name: run}, samples_per_task=samples,
-        seed=seed,
-    ))
+    out = Executor(gateway, {env.name: env}, max_concurrency=max_concurrency).run(
+        ExecutorInput(
+            tasks=list(tasks),
+            model_version=model_version,
+            harnesses={env.name: run},
+            samples_per_task=samples,
+            seed=seed,
+        )
+    )
     broken = [a.failure_reason for a in out.attempts if (a.failure_reason or "").startswith(MODEL_CALL_FAILED)]
     if broken:
-        raise EvaluationError(f"{len(broken)} of {len(out.attempts)} attempts could not reach {model_version}: "
-                              f"{broken[0]}")
+        raise EvaluationError(
+            f"{len(broken)} of {len(out.attempts)} attempts could not reach {model_version}: {broken[0]}"
+        )
     passes: dict[int, list[bool]] = {}
     tokens = [0] * len(tasks)
     parsed: dict[int, list[bool]] = {}
@@ -147,9 +154,15 @@ def evaluate(
 def store_evaluation(db: Database, result: EvaluationResult, *, kind: str = "heldout") -> str:
     with db.session() as session:
         record = repo.add_evaluation(
-            session, environment=result.environment, score=result.score, n_tasks=result.n_tasks,
-            model_version=result.model_version, harness_version=result.harness_version, eval_set=result.eval_set,
-            kind=kind, per_task=result.per_task,
+            session,
+            environment=result.environment,
+            score=result.score,
+            n_tasks=result.n_tasks,
+            model_version=result.model_version,
+            harness_version=result.harness_version,
+            eval_set=result.eval_set,
+            kind=kind,
+            per_task=result.per_task,
             decision={"samples": result.samples, "per_level": result.per_level, "seconds": round(result.seconds, 3)},
         )
         return record.id
@@ -187,8 +200,9 @@ def gate_evaluator(
         per_task: dict[str, float] | None = None
         if db is not None:
             with db.session() as session:
-                found = repo.find_evaluation(session, model_version=model_version, harness_version=harness.version_id,
-                                             eval_set=eval_set)
+                found = repo.find_evaluation(
+                    session, model_version=model_version, harness_version=harness.version_id, eval_set=eval_set
+                )
                 per_task = dict(found.per_task) if found is not None else None
         if per_task is None:
             result = evaluate(gateway, env, tasks, model_version, harness, eval_set=eval_set)

@@ -41,7 +41,13 @@ from lamarck.platform.storage.trajectory import (
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "Attempt", "Executor", "ExecutorInput", "ExecutorOutput", "opening_messages", "render_for_model", "student_opening",
+    "Attempt",
+    "Executor",
+    "ExecutorInput",
+    "ExecutorOutput",
+    "opening_messages",
+    "render_for_model",
+    "student_opening",
 ]
 
 STOP_SEQUENCES = ["RESULT:", "<|im_end|>"]
@@ -216,8 +222,17 @@ class Executor:
                 failure_reason=problem,
             )
             seed = _seed(request.seed, index, sample)
-            rollouts.append(_Rollout(attempt, harness, toolbox, now, done=problem is not None, step_seed=seed,
-                                     max_temperature=help.max_temperature if help is not None else None))
+            rollouts.append(
+                _Rollout(
+                    attempt,
+                    harness,
+                    toolbox,
+                    now,
+                    done=problem is not None,
+                    step_seed=seed,
+                    max_temperature=help.max_temperature if help is not None else None,
+                )
+            )
         return rollouts
 
     def _prefetched(self, request: ExecutorInput) -> Prefetched:
@@ -232,8 +247,13 @@ class Executor:
                 skill_queries.append(RetrievalQuery(task.prompt, task.environment, harness.max_skills))
             if harness.lesson_depth != 0:
                 lesson_queries.append(RetrievalQuery(task.prompt, task.environment, harness.lesson_depth))
-        return prefetch(request, skills=self.skills, skill_queries=skill_queries, lessons=self.lessons,
-                        lesson_queries=lesson_queries)
+        return prefetch(
+            request,
+            skills=self.skills,
+            skill_queries=skill_queries,
+            lessons=self.lessons,
+            lesson_queries=lesson_queries,
+        )
 
     def _toolbox(
         self, task: TaskSpec, environment: Environment, harness: HarnessSpec, prefetched: Prefetched
@@ -242,8 +262,11 @@ class Executor:
         skills = []
         if self.skills is not None and harness.max_skills > 0:
             found = prefetched.skills.get(RetrievalQuery(task.prompt, task.environment, harness.max_skills))
-            skills = list(found) if found is not None else self.skills.retrieve(
-                task.prompt, environment=task.environment, k=harness.max_skills)
+            skills = (
+                list(found)
+                if found is not None
+                else self.skills.retrieve(task.prompt, environment=task.environment, k=harness.max_skills)
+            )
         return Toolbox(tools=tools, skills=skills)
 
     def _lessons(self, task: TaskSpec, harness: HarnessSpec, prefetched: Prefetched) -> list[LessonHandle]:
@@ -318,9 +341,7 @@ class Executor:
             observation = rollout.toolbox.call(action.tool, action.argument)
             if rollout.toolbox.is_skill(action.tool):
                 rollout.skills.add(action.tool)
-            attempt.trajectory.append(
-                Message(role="tool", name=action.tool, tool_call_id=call_id, content=observation)
-            )
+            attempt.trajectory.append(Message(role="tool", name=action.tool, tool_call_id=call_id, content=observation))
         else:
             attempt.trajectory.append(Message(role="assistant", content=reply.strip()))
             attempt.trajectory.append(Message(role="user", content=f"{action.error}", meta={"feedback": True}))
@@ -376,10 +397,15 @@ def student_opening(task: TaskSpec, environment: Environment, harness: HarnessSp
 def student_view(task: TaskSpec, environment: Environment, harness: HarnessSpec) -> dict[str, Any]:
     """Recorded with every rollout: the student's opening and tools, so a training row can be re-rendered with what
     the gate and users see, whatever skills, lessons or hints the rollout had."""
-    tools = sorted(tool.name for tool in environment.tools()
-                   if tool.fn is not None and (harness.tools is None or tool.name in harness.tools))
-    return {STUDENT_OPENING: render_for_model(Trajectory(messages=student_opening(task, environment, harness))),
-            STUDENT_TOOLS: tools}
+    tools = sorted(
+        tool.name
+        for tool in environment.tools()
+        if tool.fn is not None and (harness.tools is None or tool.name in harness.tools)
+    )
+    return {
+        STUDENT_OPENING: render_for_model(Trajectory(messages=student_opening(task, environment, harness))),
+        STUDENT_TOOLS: tools,
+    }
 
 
 def _unusable(task: TaskSpec, environment: Environment | None) -> str | None:

@@ -28,14 +28,22 @@ DEV_PER_LEVEL = 3
 HALF_LIFE_GENERATIONS = 3.0
 
 
-def student_scores(gateway: LLMGateway, db: Database, env: Environment, model_version: str, harness: HarnessSpec,
-                   *, per_level: int = DEV_PER_LEVEL) -> dict[int, float]:
+def student_scores(
+    gateway: LLMGateway,
+    db: Database,
+    env: Environment,
+    model_version: str,
+    harness: HarnessSpec,
+    *,
+    per_level: int = DEV_PER_LEVEL,
+) -> dict[int, float]:
     """Greedy success per level of ``model_version`` under the student ``harness`` on the development slice."""
     tasks = dev_set(env.name, per_level=per_level, env=env)
     eval_set = f"{set_name(env.name, slice_='dev')}/pl{per_level}@{digest(tasks)[:12]}"
     with db.session() as session:
-        found = repo.find_evaluation(session, model_version=model_version, harness_version=harness.version_id,
-                                     eval_set=eval_set, kind="dev")
+        found = repo.find_evaluation(
+            session, model_version=model_version, harness_version=harness.version_id, eval_set=eval_set, kind="dev"
+        )
         per_level_scores = dict((found.decision or {}).get("per_level", {})) if found is not None else None
     if per_level_scores is None:
         result = evaluate(gateway, env, tasks, model_version, harness, eval_set=eval_set)
@@ -44,16 +52,28 @@ def student_scores(gateway: LLMGateway, db: Database, env: Environment, model_ve
     return {int(level): float(score) for level, score in per_level_scores.items()}
 
 
-def rollout_evidence(db: Database, *, run_id: str, model_version: str, harnesses: Mapping[str, HarnessSpec],
-                     generation: int, half_life: float = HALF_LIFE_GENERATIONS) -> dict[Cell, tuple[float, float]]:
+def rollout_evidence(
+    db: Database,
+    *,
+    run_id: str,
+    model_version: str,
+    harnesses: Mapping[str, HarnessSpec],
+    generation: int,
+    half_life: float = HALF_LIFE_GENERATIONS,
+) -> dict[Cell, tuple[float, float]]:
     """(decayed tasks attempted, decayed tasks solved) per cell from this run's verified rollouts of this model and
     harness. A task counts once per generation, solved when any of its samples passed at any rung of the ladder."""
     versions = {harness.version_id for harness in harnesses.values()}
-    query = (select(Task.id, Task.environment, Task.difficulty, Episode.outcome, Episode.generation,
-                    Episode.harness_version)
-             .join(Task, Task.id == Episode.task_id)
-             .where(Episode.run_id == run_id, Episode.model_version == model_version,
-                    Episode.repaired_from_id.is_(None), Episode.outcome.in_(("passed", "failed"))))
+    query = (
+        select(Task.id, Task.environment, Task.difficulty, Episode.outcome, Episode.generation, Episode.harness_version)
+        .join(Task, Task.id == Episode.task_id)
+        .where(
+            Episode.run_id == run_id,
+            Episode.model_version == model_version,
+            Episode.repaired_from_id.is_(None),
+            Episode.outcome.in_(("passed", "failed")),
+        )
+    )
     cells: dict[tuple[str, int], Cell] = {}  # (task, generation) -> its cell
     solved: dict[tuple[str, int], bool] = defaultdict(bool)
     with db.session() as session:
@@ -81,13 +101,15 @@ def cell_evidence(
     model_version: str,
     generation: int,
 ) -> dict[Cell, CellEvidence]:
-    rollouts = rollout_evidence(db, run_id=run_id, model_version=model_version, harnesses=harnesses,
-                                generation=generation)
+    rollouts = rollout_evidence(
+        db, run_id=run_id, model_version=model_version, harnesses=harnesses, generation=generation
+    )
     evidence: dict[Cell, CellEvidence] = {}
     for name, env in environments.items():
         student = student_scores(gateway, db, env, model_version, harnesses[name])
         for difficulty in env.difficulties:
             attempts, passes = rollouts.get((name, difficulty), (0.0, 0.0))
-            evidence[(name, difficulty)] = CellEvidence(student_greedy=student.get(difficulty),
-                                                        teacher_attempts=attempts, teacher_passes=passes)
+            evidence[(name, difficulty)] = CellEvidence(
+                student_greedy=student.get(difficulty), teacher_attempts=attempts, teacher_passes=passes
+            )
     return evidence

@@ -145,8 +145,12 @@ def save_harness(
 
 def promoted_harness(session: Session, environment: str) -> str | None:
     """The id of ``environment``'s promoted harness (the one its release is served with), if any was promoted."""
-    query = (select(Harness).where(Harness.environment == environment, Harness.status == "promoted")
-             .order_by(Harness.created_at.desc()).limit(1))
+    query = (
+        select(Harness)
+        .where(Harness.environment == environment, Harness.status == "promoted")
+        .order_by(Harness.created_at.desc())
+        .limit(1)
+    )
     found = session.scalar(query)
     return found.id if found is not None else None
 

@@ -45,13 +45,27 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def diff(a: HarnessSpec, b: HarnessSpec) -> HarnessDiff:
     left, right = _flat(a.model_dump(mode="json")), _flat(b.model_dump(mode="json"))
     skipped = {"system_prompt", "few_shot.examples"}
-    knobs = {key: (left.get(key), right.get(key)) for key in sorted(set(left) | set(right))
-             if key not in skipped and left.get(key) != right.get(key)}
-    prompt = list(difflib.unified_diff(a.system_prompt.splitlines(), b.system_prompt.splitlines(),
-                                       fromfile=a.version_id, tofile=b.version_id, lineterm=""))
-    return HarnessDiff(a=a.version_id, b=b.version_id, knobs=knobs, prompt=prompt,
-                       examples=(min(a.few_shot.count, len(a.few_shot.examples)),
-                                 min(b.few_shot.count, len(b.few_shot.examples))))
+    knobs = {
+        key: (left.get(key), right.get(key))
+        for key in sorted(set(left) | set(right))
+        if key not in skipped and left.get(key) != right.get(key)
+    }
+    prompt = list(
+        difflib.unified_diff(
+            a.system_prompt.splitlines(),
+            b.system_prompt.splitlines(),
+            fromfile=a.version_id,
+            tofile=b.version_id,
+            lineterm="",
+        )
+    )
+    return HarnessDiff(
+        a=a.version_id,
+        b=b.version_id,
+        knobs=knobs,
+        prompt=prompt,
+        examples=(min(a.few_shot.count, len(a.few_shot.examples)), min(b.few_shot.count, len(b.few_shot.examples))),
+    )
 
 
 def promote_harness(session: Session, *, harness_id: str, reason: str) -> None:
@@ -89,28 +103,60 @@ def record_round(db: Database, output: HarnessCriticOutput, *, round_: int, run_
     with db.session() as session:
         parent = repo.get_harness(session, harness_id=output.champion_id)
         for result in output.challengers:
-            save_harness(session, result.spec, parent_id=output.champion_id, status="rejected",
-                         rationale=f"{result.source}: {result.rationale}")
+            save_harness(
+                session,
+                result.spec,
+                parent_id=output.champion_id,
+                status="rejected",
+                rationale=f"{result.source}: {result.rationale}",
+            )
             record = repo.get_harness(session, harness_id=result.harness_id)
-            games = [game for game in (record.eval_scores or {}).get("games", [])
-                     if (game.get("round"), game.get("run")) != (round_, run_id)]
-            games.append({"round": round_, "run": run_id, "vs": output.champion_id, "wins": result.wins,
-                          "losses": result.losses, "tasks": result.tasks})
+            games = [
+                game
+                for game in (record.eval_scores or {}).get("games", [])
+                if (game.get("round"), game.get("run")) != (round_, run_id)
+            ]
+            games.append(
+                {
+                    "round": round_,
+                    "run": run_id,
+                    "vs": output.champion_id,
+                    "wins": result.wins,
+                    "losses": result.losses,
+                    "tasks": result.tasks,
+                }
+            )
             record.eval_scores = {
-                **(record.eval_scores or {}), "games": games, "source": result.source, "changed": result.changed,
-                "round": round_, "run": run_id, "rung": result.rung,
-                "dev": {"tasks": result.tasks, "wins": result.wins, "losses": result.losses,
-                        "p_value": result.p_value, "tokens_per_task": result.tokens_per_task,
-                        "champion_tokens_per_task": result.champion_tokens_per_task},
+                **(record.eval_scores or {}),
+                "games": games,
+                "source": result.source,
+                "changed": result.changed,
+                "round": round_,
+                "run": run_id,
+                "rung": result.rung,
+                "dev": {
+                    "tasks": result.tasks,
+                    "wins": result.wins,
+                    "losses": result.losses,
+                    "p_value": result.p_value,
+                    "tokens_per_task": result.tokens_per_task,
+                    "champion_tokens_per_task": result.champion_tokens_per_task,
+                },
                 "decision": result.reason,
             }
         rounds = list((parent.eval_scores or {}).get("rounds", []))
         if not any(entry.get("round") == round_ and entry.get("run") == run_id for entry in rounds):
-            rounds.append({"round": round_, "run": run_id, "challengers": len(output.challengers),
-                           "promoted": output.promoted,
-                           "tasks_evaluated": output.tasks_evaluated,
-                           "groups": [g.model_dump(mode="json", exclude={"episode_ids"}) for g in output.groups],
-                           "invalid": [r.model_dump(mode="json") for r in output.invalid]})
+            rounds.append(
+                {
+                    "round": round_,
+                    "run": run_id,
+                    "challengers": len(output.challengers),
+                    "promoted": output.promoted,
+                    "tasks_evaluated": output.tasks_evaluated,
+                    "groups": [g.model_dump(mode="json", exclude={"episode_ids"}) for g in output.groups],
+                    "invalid": [r.model_dump(mode="json") for r in output.invalid],
+                }
+            )
         parent.eval_scores = {**(parent.eval_scores or {}), "rounds": rounds}
         if output.promoted is not None:
             winner = next(r for r in output.challengers if r.harness_id == output.promoted)
@@ -120,8 +166,10 @@ def record_round(db: Database, output: HarnessCriticOutput, *, round_: int, run_
 def round_done(session: Session, environment: str, *, run_id: str, round_: int) -> bool:
     """Whether ``run_id`` already recorded its round ``round_`` on ``environment`` (on whichever harness it judged)."""
     for record in session.scalars(select(Harness).where(Harness.environment == environment)):
-        if any(entry.get("round") == round_ and entry.get("run") == run_id
-               for entry in (record.eval_scores or {}).get("rounds", [])):
+        if any(
+            entry.get("round") == round_ and entry.get("run") == run_id
+            for entry in (record.eval_scores or {}).get("rounds", [])
+        ):
             return True
     return False
 
@@ -168,8 +216,10 @@ def judge_flags(session: Session) -> dict[str, str]:
         if parents is None or ours[1] < MIN_JUDGED or parents[1] < MIN_JUDGED:
             continue
         if ours[0] < parents[0] - MAX_AGREEMENT_DROP:
-            flags[record.id] = (f"judge and verifier agree on {ours[0]:.0%} of {ours[1]} episodes, against "
-                                f"{parents[0]:.0%} under its parent")
+            flags[record.id] = (
+                f"judge and verifier agree on {ours[0]:.0%} of {ours[1]} episodes, against "
+                f"{parents[0]:.0%} under its parent"
+            )
     return flags
 
 
@@ -185,11 +235,21 @@ def lineage_rows(session: Session, environment: str | None = None) -> list[dict[
     for record in session.scalars(query):
         scores = record.eval_scores or {}
         dev = scores.get("dev") or {}
-        rows.append({"id": record.id, "environment": record.environment, "parent": record.parent_id,
-                     "status": record.status, "source": scores.get("source", "root" if not record.parent_id else ""),
-                     "wins": dev.get("wins"), "losses": dev.get("losses"), "p_value": dev.get("p_value"),
-                     "rating": rated.get(record.id, REFERENCE_RATING), "flag": flags.get(record.id, ""),
-                     "decision": scores.get("decision", record.rationale or "")})
+        rows.append(
+            {
+                "id": record.id,
+                "environment": record.environment,
+                "parent": record.parent_id,
+                "status": record.status,
+                "source": scores.get("source", "root" if not record.parent_id else ""),
+                "wins": dev.get("wins"),
+                "losses": dev.get("losses"),
+                "p_value": dev.get("p_value"),
+                "rating": rated.get(record.id, REFERENCE_RATING),
+                "flag": flags.get(record.id, ""),
+                "decision": scores.get("decision", record.rationale or ""),
+            }
+        )
     return rows
 
 

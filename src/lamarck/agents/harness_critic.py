@@ -119,7 +119,7 @@ class _Champion:
         self.answered: list[float] = []
 
     def first(self, n: int, budget: _Budget) -> bool:
-        missing = self.tasks[len(self.passed):n]
+        missing = self.tasks[len(self.passed) : n]
         if not missing:
             return True
         if not budget.take(len(missing)):
@@ -135,8 +135,13 @@ class _Champion:
 
 
 class HarnessCritic:
-    def __init__(self, evaluate: HarnessEvaluator, settings: HarnessCriticSettings,
-                 gateway: LLMGateway | None = None, knobs: KnobSpace | None = None) -> None:
+    def __init__(
+        self,
+        evaluate: HarnessEvaluator,
+        settings: HarnessCriticSettings,
+        gateway: LLMGateway | None = None,
+        knobs: KnobSpace | None = None,
+    ) -> None:
         self.evaluate = evaluate
         self.settings = settings
         self.gateway = gateway
@@ -154,8 +159,13 @@ class HarnessCritic:
         survivors: list[tuple[Proposal, DevResult]] = []
         if not champion.first(early, budget):
             results = [self._rejected(p, "budget exhausted before the champion's first batch", 0) for p in proposals]
-            return HarnessCriticOutput(champion_id=request.champion.version_id, groups=groups, challengers=results,
-                                       invalid=invalid, tasks_evaluated=budget.used)
+            return HarnessCriticOutput(
+                champion_id=request.champion.version_id,
+                groups=groups,
+                challengers=results,
+                invalid=invalid,
+                tasks_evaluated=budget.used,
+            )
         for proposal in proposals:
             if not budget.take(early):
                 results.append(self._rejected(proposal, "budget exhausted before its first batch", 0))
@@ -166,18 +176,28 @@ class HarnessCritic:
                 results.append(self._rejected(proposal, broken, 0, tasks=early, wins=wins, losses=losses))
                 continue
             if wins < losses or (wins == losses == 0 and settings.early_needs_a_win):
-                results.append(self._rejected(proposal, f"early rejection on {early} tasks: {wins} wins, {losses} "
-                                                        f"losses", 0, tasks=early, wins=wins, losses=losses))
+                results.append(
+                    self._rejected(
+                        proposal,
+                        f"early rejection on {early} tasks: {wins} wins, {losses} losses",
+                        0,
+                        tasks=early,
+                        wins=wins,
+                        losses=losses,
+                    )
+                )
                 continue
             survivors.append((proposal, batch))
         survivors.sort(key=lambda item: -sum(item[1].passed))
         keep = survivors[: max(1, settings.keep)]
-        for proposal, _ in survivors[len(keep):]:
-            results.append(self._rejected(proposal, f"not among the best {len(keep)} on the first batch", 0,
-                                          tasks=early))
+        for proposal, _ in survivors[len(keep) :]:
+            results.append(
+                self._rejected(proposal, f"not among the best {len(keep)} on the first batch", 0, tasks=early)
+            )
         if keep and not champion.first(len(request.dev_tasks), budget):
-            results += [self._rejected(p, "budget exhausted before the champion's whole slice", 0, tasks=early)
-                        for p, _ in keep]
+            results += [
+                self._rejected(p, "budget exhausted before the champion's whole slice", 0, tasks=early) for p, _ in keep
+            ]
             keep = []
         alpha = settings.alpha / max(1, len(keep))
         judged: list[ChallengerResult] = []
@@ -192,14 +212,20 @@ class HarnessCritic:
         for extra in winners[1:]:
             extra.status, extra.reason = "rejected", f"passed, but {winners[0].harness_id} was better ({extra.reason})"
         results += judged
-        return HarnessCriticOutput(champion_id=request.champion.version_id,
-                                   promoted=winners[0].harness_id if winners else None, groups=groups,
-                                   challengers=results, invalid=invalid, tasks_evaluated=budget.used)
+        return HarnessCriticOutput(
+            champion_id=request.champion.version_id,
+            promoted=winners[0].harness_id if winners else None,
+            groups=groups,
+            challengers=results,
+            invalid=invalid,
+            tasks_evaluated=budget.used,
+        )
 
     # proposals
 
-    def propose(self, request: HarnessCriticInput, groups: Sequence[FailureGroup],
-                rng: random.Random) -> tuple[list[Proposal], list[Rejected]]:
+    def propose(
+        self, request: HarnessCriticInput, groups: Sequence[FailureGroup], rng: random.Random
+    ) -> tuple[list[Proposal], list[Rejected]]:
         settings = self.settings
         parent = request.champion
         proposals = [
@@ -225,14 +251,16 @@ class HarnessCritic:
                 valid.append(proposal)
         return valid, invalid
 
-    def rewrite(self, parent: HarnessSpec, groups: Sequence[FailureGroup],
-                replies: Sequence[str]) -> Proposal | Rejected:
+    def rewrite(
+        self, parent: HarnessSpec, groups: Sequence[FailureGroup], replies: Sequence[str]
+    ) -> Proposal | Rejected:
         if self.gateway is None:
             return Rejected(source="rewrite", reason="no harness_critic model route")
         prompt = rewrite_request(parent, groups, replies)
         try:
-            result = self.gateway.complete("harness_critic", [{"role": "user", "content": prompt}],
-                                           max_tokens=self.settings.rewrite_max_tokens)
+            result = self.gateway.complete(
+                "harness_critic", [{"role": "user", "content": prompt}], max_tokens=self.settings.rewrite_max_tokens
+            )
         except GatewayError as exc:
             return Rejected(source="rewrite", reason=f"the harness_critic model could not be reached: {exc}")
         return parse_rewrite(parent, result.choices[0] if result.choices else "")
@@ -253,14 +281,27 @@ class HarnessCritic:
         elif p_value >= alpha:
             reason = f"not significantly better: {wins} wins, {losses} losses, p={p_value:.3g} >= {alpha:.3g}"
         elif tokens > limit:
-            reason = (f"better ({wins}-{losses}, p={p_value:.3g}) but {tokens:.0f} tokens per task against the "
-                      f"champion's {champion_tokens:.0f} (limit {limit:.0f})")
+            reason = (
+                f"better ({wins}-{losses}, p={p_value:.3g}) but {tokens:.0f} tokens per task against the "
+                f"champion's {champion_tokens:.0f} (limit {limit:.0f})"
+            )
         else:
             status, reason = "promoted", f"better on {n} dev tasks: {wins} wins, {losses} losses, p={p_value:.3g}"
         return ChallengerResult(
-            harness_id=proposal.spec.version_id, spec=proposal.spec, source=proposal.source,
-            rationale=proposal.rationale, changed=proposal.changed, status=status, reason=reason, rung=1, tasks=n,
-            wins=wins, losses=losses, p_value=p_value, tokens_per_task=tokens, champion_tokens_per_task=champion_tokens,
+            harness_id=proposal.spec.version_id,
+            spec=proposal.spec,
+            source=proposal.source,
+            rationale=proposal.rationale,
+            changed=proposal.changed,
+            status=status,
+            reason=reason,
+            rung=1,
+            tasks=n,
+            wins=wins,
+            losses=losses,
+            p_value=p_value,
+            tokens_per_task=tokens,
+            champion_tokens_per_task=champion_tokens,
         )
 
     def _stops_parsing(self, result: DevResult, champion: _Champion, n: int) -> str | None:
@@ -268,35 +309,61 @@ class HarnessCritic:
         ours, theirs = result.answer_rate(n), champion.answer_rate(n)
         if ours is None or theirs is None or ours >= theirs - self.settings.max_answer_drop:
             return None
-        return (f"its outputs stop parsing: {ours:.0%} of samples gave an answer against the champion's {theirs:.0%} "
-                f"(at most {self.settings.max_answer_drop:.0%} less)")
+        return (
+            f"its outputs stop parsing: {ours:.0%} of samples gave an answer against the champion's {theirs:.0%} "
+            f"(at most {self.settings.max_answer_drop:.0%} less)"
+        )
 
     @staticmethod
-    def _rejected(proposal: Proposal, reason: str, rung: int, *, tasks: int = 0, wins: int = 0,
-                  losses: int = 0) -> ChallengerResult:
-        return ChallengerResult(harness_id=proposal.spec.version_id, spec=proposal.spec, source=proposal.source,
-                                rationale=proposal.rationale, changed=proposal.changed, status="rejected",
-                                reason=reason, rung=rung, tasks=tasks, wins=wins, losses=losses)
+    def _rejected(
+        proposal: Proposal, reason: str, rung: int, *, tasks: int = 0, wins: int = 0, losses: int = 0
+    ) -> ChallengerResult:
+        return ChallengerResult(
+            harness_id=proposal.spec.version_id,
+            spec=proposal.spec,
+            source=proposal.source,
+            rationale=proposal.rationale,
+            changed=proposal.changed,
+            status="rejected",
+            reason=reason,
+            rung=rung,
+            tasks=tasks,
+            wins=wins,
+            losses=losses,
+        )
 
 
 def _concat(first: DevResult, second: DevResult) -> DevResult:
-    return DevResult(passed=first.passed + second.passed, tokens=first.tokens + second.tokens,
-                     answered=first.answered + second.answered)
+    return DevResult(
+        passed=first.passed + second.passed,
+        tokens=first.tokens + second.tokens,
+        answered=first.answered + second.answered,
+    )
 
 
-def dev_evaluator(gateway: LLMGateway, env: Environment, model_version: str, *, seed: int = 0,
-                  max_concurrency: int = 32) -> HarnessEvaluator:
+def dev_evaluator(
+    gateway: LLMGateway, env: Environment, model_version: str, *, seed: int = 0, max_concurrency: int = 32
+) -> HarnessEvaluator:
     """Runs the harness as it is (its own sampling and samples per task, no skills or lessons) on dev tasks; a task
     passes when at least half its samples pass. Every harness meets the same seeds, so results pair up."""
 
     def evaluate_harness(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
-        result = evaluate(gateway, env, tasks, model_version, harness, seed=seed, max_concurrency=max_concurrency,
-                          as_sampled=True)
-        return DevResult(passed=[share >= 0.5 for share in result.per_task.values()], tokens=result.tokens,
-                         answered=result.answered)
+        result = evaluate(
+            gateway, env, tasks, model_version, harness, seed=seed, max_concurrency=max_concurrency, as_sampled=True
+        )
+        return DevResult(
+            passed=[share >= 0.5 for share in result.per_task.values()], tokens=result.tokens, answered=result.answered
+        )
 
     return evaluate_harness
 
 
-__all__ = ["ChallengerResult", "DevResult", "HarnessCritic", "HarnessCriticInput", "HarnessCriticOutput",
-           "KnobSpace", "dev_evaluator"]
+__all__ = [
+    "ChallengerResult",
+    "DevResult",
+    "HarnessCritic",
+    "HarnessCriticInput",
+    "HarnessCriticOutput",
+    "KnobSpace",
+    "dev_evaluator",
+]

@@ -187,8 +187,7 @@ def knob_proposals(parent: HarnessSpec, space: KnobSpace, rng: random.Random, co
             continue
         seen.add(spec.digest())
         moved = ", ".join(f"{k} {knob_value(parent, k)!r} -> {v!r}" for k, v in changes.items())
-        proposals.append(Proposal(spec=spec, source="knobs", rationale=f"structured search: {moved}",
-                                  changed=changes))
+        proposals.append(Proposal(spec=spec, source="knobs", rationale=f"structured search: {moved}", changed=changes))
         if len(proposals) >= count:
             break
     return proposals
@@ -197,9 +196,14 @@ def knob_proposals(parent: HarnessSpec, space: KnobSpace, rng: random.Random, co
 # demonstrations
 
 
-def demonstration_proposals(parent: HarnessSpec, pool: Sequence[tuple[int, FewShotExample]],
-                            groups: Sequence[FailureGroup], rng: random.Random, count: int,
-                            shots: Sequence[int] = (2, 3)) -> list[Proposal]:
+def demonstration_proposals(
+    parent: HarnessSpec,
+    pool: Sequence[tuple[int, FewShotExample]],
+    groups: Sequence[FailureGroup],
+    rng: random.Random,
+    count: int,
+    shots: Sequence[int] = (2, 3),
+) -> list[Proposal]:
     """Random subsets of verified successes ``(difficulty, example)`` as the worked examples, drawn with weight
     toward the difficulties the failures are at, so the examples cover what is failing."""
     if not pool or count <= 0:
@@ -221,9 +225,15 @@ def demonstration_proposals(parent: HarnessSpec, pool: Sequence[tuple[int, FewSh
             continue
         seen.add(spec.digest())
         levels = sorted(pool[i][0] for i in chosen)
-        proposals.append(Proposal(spec=spec, source="demonstrations", changed={"few_shot": f"{k} bootstrapped"},
-                                  rationale=f"bootstrapped {k} verified successes (levels {levels}) as worked "
-                                            f"examples, weighted toward failing levels {sorted(failing)}"))
+        proposals.append(
+            Proposal(
+                spec=spec,
+                source="demonstrations",
+                changed={"few_shot": f"{k} bootstrapped"},
+                rationale=f"bootstrapped {k} verified successes (levels {levels}) as worked "
+                f"examples, weighted toward failing levels {sorted(failing)}",
+            )
+        )
         if len(proposals) >= count:
             break
     return proposals
@@ -237,8 +247,9 @@ _JSON = re.compile(r"\{.*\}", re.DOTALL)
 def rewrite_request(parent: HarnessSpec, groups: Sequence[FailureGroup], examples: Sequence[str]) -> str:
     summary = "\n".join(f"- {g.cause}: {g.count} failures" for g in groups) or "- (no failures recorded)"
     shown = "\n".join(f"- {text[:300]}" for text in examples[:3]) or "- (none)"
-    return load_prompt("harness_rewrite.md").format(system_prompt=parent.system_prompt, failures=summary,
-                                                    examples=shown)
+    return load_prompt("harness_rewrite.md").format(
+        system_prompt=parent.system_prompt, failures=summary, examples=shown
+    )
 
 
 def parse_rewrite(parent: HarnessSpec, reply: str) -> Proposal | Rejected:

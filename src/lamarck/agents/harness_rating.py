@@ -28,8 +28,14 @@ class Comparison(BaseModel):
     losses: int = Field(ge=0)
 
 
-def ratings(comparisons: Iterable[Comparison], *, players: Iterable[str] = (), prior: float = 1.0,
-            iterations: int = 500, tolerance: float = 1e-9) -> dict[str, float]:
+def ratings(
+    comparisons: Iterable[Comparison],
+    *,
+    players: Iterable[str] = (),
+    prior: float = 1.0,
+    iterations: int = 500,
+    tolerance: float = 1e-9,
+) -> dict[str, float]:
     """Elo-scale ratings for every harness named in ``comparisons`` or ``players``."""
     wins: dict[str, float] = defaultdict(float)
     games: dict[tuple[str, str], float] = defaultdict(float)

@@ -25,29 +25,50 @@ log = logging.getLogger(__name__)
 RECENT_FAILURES = 64
 
 
-def failure_cases(db: Database, environment: str, *, harness_id: str | None = None,
-                  limit: int = RECENT_FAILURES) -> tuple[list[FailureCase], list[str]]:
+def failure_cases(
+    db: Database, environment: str, *, harness_id: str | None = None, limit: int = RECENT_FAILURES
+) -> tuple[list[FailureCase], list[str]]:
     """The newest failed attempts of an environment (under ``harness_id`` when given) and a few failed replies."""
     cases: list[FailureCase] = []
     replies: list[str] = []
     with db.session() as session:
-        query = (select(Episode, Task).join(Task, Task.id == Episode.task_id)
-                 .where(Task.environment == environment, Episode.outcome != "passed",
-                        Episode.outcome != "pending", Episode.repaired_from_id.is_(None))
-                 .order_by(Episode.created_at.desc()).limit(limit))
+        query = (
+            select(Episode, Task)
+            .join(Task, Task.id == Episode.task_id)
+            .where(
+                Task.environment == environment,
+                Episode.outcome != "passed",
+                Episode.outcome != "pending",
+                Episode.repaired_from_id.is_(None),
+            )
+            .order_by(Episode.created_at.desc())
+            .limit(limit)
+        )
         if harness_id is not None:
             query = query.where(Episode.harness_version == harness_id)
         found = session.execute(query).tuples().all()
-        verdicts = {v.episode_id: dict(v.details or {}) for v in session.scalars(
-            select(Verdict).where(Verdict.episode_id.in_([episode.id for episode, _ in found])))}
+        verdicts = {
+            v.episode_id: dict(v.details or {})
+            for v in session.scalars(
+                select(Verdict).where(Verdict.episode_id.in_([episode.id for episode, _ in found]))
+            )
+        }
         for episode, task in found:
             details = verdicts.get(episode.id, {})
             feedback = [s.content or "" for s in episode.steps if s.role == "user" and (s.meta or {}).get("feedback")]
-            own = [s.content or "" for s in episode.steps if s.role == "assistant" and not (s.meta or {}).get("few_shot")]
-            cases.append(FailureCase(episode_id=episode.id, difficulty=task.difficulty,
-                                     failure_reason=episode.failure_reason, answered=episode.answer is not None,
-                                     verifier_detail=str(details.get("verifier") or ""),
-                                     feedback=feedback))
+            own = [
+                s.content or "" for s in episode.steps if s.role == "assistant" and not (s.meta or {}).get("few_shot")
+            ]
+            cases.append(
+                FailureCase(
+                    episode_id=episode.id,
+                    difficulty=task.difficulty,
+                    failure_reason=episode.failure_reason,
+                    answered=episode.answer is not None,
+                    verifier_detail=str(details.get("verifier") or ""),
+                    feedback=feedback,
+                )
+            )
             if own and len(replies) < 3:
                 replies.append(own[-1])
     return cases, replies
@@ -63,20 +84,39 @@ def current_harness(db: Database, env: Environment, default: HarnessSpec) -> tup
         return found, load_harness(session, harness_id=found)
 
 
-def run_round(db: Database, gateway: LLMGateway, env: Environment, *, model_version: str,
-              settings: HarnessCriticSettings, default: HarnessSpec, round_: int = 0,
-              run_id: str | None = None) -> HarnessCriticOutput:
+def run_round(
+    db: Database,
+    gateway: LLMGateway,
+    env: Environment,
+    *,
+    model_version: str,
+    settings: HarnessCriticSettings,
+    default: HarnessSpec,
+    round_: int = 0,
+    run_id: str | None = None,
+) -> HarnessCriticOutput:
     """One round on ``env``: champion/challenger on its development slice (training seeds), archived."""
     _, champion = current_harness(db, env, default)
     failures, replies = failure_cases(db, env.name)
     tasks = dev_set(env.name, per_level=settings.dev_per_level, env=env)
     critic = HarnessCritic(dev_evaluator(gateway, env, model_version, seed=settings.seed), settings, gateway)
-    output = critic.run(HarnessCriticInput(
-        champion=champion, dev_tasks=tasks, failures=failures, failed_replies=replies,
-        demonstrations=verified_examples(db, env.name), registered_tools=[tool.name for tool in env.tools()],
-        round=round_,
-    ))
+    output = critic.run(
+        HarnessCriticInput(
+            champion=champion,
+            dev_tasks=tasks,
+            failures=failures,
+            failed_replies=replies,
+            demonstrations=verified_examples(db, env.name),
+            registered_tools=[tool.name for tool in env.tools()],
+            round=round_,
+        )
+    )
     record_round(db, output, round_=round_, run_id=run_id)
-    log.info("harness-critic round %d on %s: %d challengers, promoted %s", round_, env.name,
-             len(output.challengers), output.promoted)
+    log.info(
+        "harness-critic round %d on %s: %d challengers, promoted %s",
+        round_,
+        env.name,
+        len(output.challengers),
+        output.promoted,
+    )
     return output

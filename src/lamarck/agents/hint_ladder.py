@@ -74,18 +74,25 @@ def run_ladder(
             outcome.rungs.append(RungReport(level=level, tasks=0, solved=0, unavailable=unavailable))
             continue
         started = time.perf_counter()
-        out = executor.run(request.model_copy(update={
-            "tasks": [request.tasks[i] for i in chosen],
-            "help": {position: help[i] for position, i in enumerate(chosen)},
-            "seed": request.seed + 7919 * rung_index,
-        }))
+        out = executor.run(
+            request.model_copy(
+                update={
+                    "tasks": [request.tasks[i] for i in chosen],
+                    "help": {position: help[i] for position, i in enumerate(chosen)},
+                    "seed": request.seed + 7919 * rung_index,
+                }
+            )
+        )
         solved: set[int] = set()
         for attempt in out.attempts:
             index = chosen[attempt.task_index]
             task = request.tasks[index]
             passed = _passed(environments[task.environment], task, attempt)
-            outcome.attempts.append(attempt.model_copy(update={
-                "task_index": index, "sample_index": rung_index * samples + attempt.sample_index}))
+            outcome.attempts.append(
+                attempt.model_copy(
+                    update={"task_index": index, "sample_index": rung_index * samples + attempt.sample_index}
+                )
+            )
             outcome.passed.append(passed)
             if not passed:
                 continue
@@ -95,8 +102,16 @@ def run_ladder(
                 example = demonstration(task, attempt.trajectory)
                 if example is not None and example not in pool.setdefault(task.environment, []):
                     pool[task.environment].append(example)
-        outcome.rungs.append(RungReport(level=level, tasks=len(chosen), solved=len(solved), unavailable=unavailable,
-                                        attempts=len(out.attempts), seconds=time.perf_counter() - started))
+        outcome.rungs.append(
+            RungReport(
+                level=level,
+                tasks=len(chosen),
+                solved=len(solved),
+                unavailable=unavailable,
+                attempts=len(out.attempts),
+                seconds=time.perf_counter() - started,
+            )
+        )
         unsolved = [index for index in unsolved if index not in solved]
     outcome.demonstrations = pool
     return outcome

@@ -17,20 +17,20 @@ from sqlalchemy import select
 
 from lamarck.agents.critic import Critic, CriticInput, EpisodeForReview
 from lamarck.agents.curriculum_proposer import CurriculumProposer, ProposedTask, ProposerInput
-from lamarck.agents.episodes import record_attempts
 from lamarck.agents.demonstrations import recent_demonstrations
+from lamarck.agents.episodes import record_attempts
+from lamarck.agents.evaluation import default_harness_for, release_harness
 from lamarck.agents.executor import Executor, ExecutorInput
 from lamarck.agents.frontier_evidence import cell_evidence
-from lamarck.agents.hint_ladder import run_ladder
-from lamarck.agents.evaluation import default_harness_for, release_harness
 from lamarck.agents.harness import HarnessSpec
 from lamarck.agents.harness_archive import round_done
 from lamarck.agents.harness_round import run_round
+from lamarck.agents.hint_ladder import run_ladder
 from lamarck.agents.runs import RunConfig, derived_seed, episode_key_prefix, task_id_for
 from lamarck.agents.skill_review import review_skills
-from lamarck.agents.teacher import HintLevel
 from lamarck.agents.state import NewSkill, RunState, TaskItem, VerdictItem
 from lamarck.agents.summary import summarize
+from lamarck.agents.teacher import HintLevel
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.memory.embedding_stats import EmbeddingCost, stats_of
@@ -128,25 +128,41 @@ class LoopNodes:
         seconds = 0.0
         if items is None:
             clock = time.perf_counter()
-            out = self.a.proposer.run(ProposerInput(
-                profile=self._frontier_view(run_id, generation),
-                batch_size=cfg.batch_size,
-                seed=derived_seed(cfg.seed, generation, "propose"),
-                llm_share=cfg.llm_share,
-                recent_failures=[TaskSpec.model_validate(t) for t in state.get("recent_failures", [])],
-                recent_prompts=state.get("recent_prompts", []),
-                run_id=run_id,
-            ))
+            out = self.a.proposer.run(
+                ProposerInput(
+                    profile=self._frontier_view(run_id, generation),
+                    batch_size=cfg.batch_size,
+                    seed=derived_seed(cfg.seed, generation, "propose"),
+                    llm_share=cfg.llm_share,
+                    recent_failures=[TaskSpec.model_validate(t) for t in state.get("recent_failures", [])],
+                    recent_prompts=state.get("recent_prompts", []),
+                    run_id=run_id,
+                )
+            )
             seconds = time.perf_counter() - clock
             items = self._store_tasks(run_id, generation, out.tasks)
             sources: dict[str, int] = {}
             for item in items:
                 sources[item["source"]] = sources.get(item["source"], 0) + 1
-            self._emit("tasks_proposed", run_id, generation=generation, count=len(items), sources=sources,
-                       llm_attempted=out.llm_attempted, llm_accepted=out.llm_accepted, fallbacks=out.fallbacks,
-                       rejections=out.rejection_counts)
-        return {"generation_started": started_at, "tasks": items, "episode_ids": [], "verdicts": [], "new_skills": [],
-                "agent_seconds": {"propose": seconds}}
+            self._emit(
+                "tasks_proposed",
+                run_id,
+                generation=generation,
+                count=len(items),
+                sources=sources,
+                llm_attempted=out.llm_attempted,
+                llm_accepted=out.llm_accepted,
+                fallbacks=out.fallbacks,
+                rejections=out.rejection_counts,
+            )
+        return {
+            "generation_started": started_at,
+            "tasks": items,
+            "episode_ids": [],
+            "verdicts": [],
+            "new_skills": [],
+            "agent_seconds": {"propose": seconds},
+        }
 
     @timed("execute", embeds=True)
     def execute(self, state: RunState) -> dict[str, Any]:
@@ -173,30 +189,63 @@ class LoopNodes:
             attempts = self.a.executor.run(request).attempts
         else:
             environments = sorted({task.environment for task in tasks})
-            ladder = run_ladder(self.a.executor, request, self.a.environments, rungs=cfg.hints,
-                                demonstrations=recent_demonstrations(self.a.db, environments))
+            ladder = run_ladder(
+                self.a.executor,
+                request,
+                self.a.environments,
+                rungs=cfg.hints,
+                demonstrations=recent_demonstrations(self.a.db, environments),
+            )
             attempts = ladder.attempts
-            self._emit("hint_ladder", run_id, generation=generation,
-                       rungs=[r.model_dump(mode="json") for r in ladder.rungs],
-                       solved_at={str(k): v.value for k, v in ladder.solved_at.items()})
+            self._emit(
+                "hint_ladder",
+                run_id,
+                generation=generation,
+                rungs=[r.model_dump(mode="json") for r in ladder.rungs],
+                solved_at={str(k): v.value for k, v in ladder.solved_at.items()},
+            )
         seconds = time.perf_counter() - clock
-        ids = record_attempts(self.a.db, attempts, task_ids=[item["task_id"] for item in items],
-                              model_version=model_version, run_id=run_id, generation=generation, key_prefix=prefix)
-        for attempt, episode_id in zip(attempts, ids):
+        ids = record_attempts(
+            self.a.db,
+            attempts,
+            task_ids=[item["task_id"] for item in items],
+            model_version=model_version,
+            run_id=run_id,
+            generation=generation,
+            key_prefix=prefix,
+        )
+        for attempt, episode_id in zip(attempts, ids, strict=True):
             task = tasks[attempt.task_index]
-            self._emit("episode_finished", run_id, generation=generation, episode_id=episode_id,
-                       task_id=items[attempt.task_index]["task_id"], environment=task.environment,
-                       difficulty=task.difficulty, sample=attempt.sample_index, hint=attempt.hint_level.value,
-                       outcome="answered" if attempt.failure_reason is None else "no_answer",
-                       failure_reason=attempt.failure_reason, steps=attempt.steps, skills_used=attempt.skills_used,
-                       tokens=attempt.prompt_tokens + attempt.completion_tokens)
+            self._emit(
+                "episode_finished",
+                run_id,
+                generation=generation,
+                episode_id=episode_id,
+                task_id=items[attempt.task_index]["task_id"],
+                environment=task.environment,
+                difficulty=task.difficulty,
+                sample=attempt.sample_index,
+                hint=attempt.hint_level.value,
+                outcome="answered" if attempt.failure_reason is None else "no_answer",
+                failure_reason=attempt.failure_reason,
+                steps=attempt.steps,
+                skills_used=attempt.skills_used,
+                tokens=attempt.prompt_tokens + attempt.completion_tokens,
+            )
         return {"episode_ids": ids, "agent_seconds": {"execute": seconds}}
 
     def _frontier_view(self, run_id: str, generation: int) -> object:
         """What the run's frontier reads: per-cell evidence for the current release, or the capability profile."""
         if self.a.config.frontier == "learnable":
-            return cell_evidence(self.a.gateway, self.a.db, self.a.environments, self.a.harnesses, run_id=run_id,
-                                 model_version=self._model_version(), generation=generation)
+            return cell_evidence(
+                self.a.gateway,
+                self.a.db,
+                self.a.environments,
+                self.a.harnesses,
+                run_id=run_id,
+                model_version=self._model_version(),
+                generation=generation,
+            )
         with self.a.db.session() as session:
             return CapabilityProfile.load(session)
 
@@ -219,31 +268,64 @@ class LoopNodes:
         with self.a.db.session() as session:
             episodes = {e.id: e for e in session.scalars(select(Episode).where(Episode.id.in_(state["episode_ids"])))}
             reviews = [
-                EpisodeForReview(episode_id=e.id, task=specs[e.task_id], answer=e.answer, failure_reason=e.failure_reason,
-                                 trajectory=repo.episode_trajectory(e), lessons_used=list(e.lessons_used or []))
+                EpisodeForReview(
+                    episode_id=e.id,
+                    task=specs[e.task_id],
+                    answer=e.answer,
+                    failure_reason=e.failure_reason,
+                    trajectory=repo.episode_trajectory(e),
+                    lessons_used=list(e.lessons_used or []),
+                )
                 for e in (episodes[i] for i in state["episode_ids"])
             ]
         clock = time.perf_counter()
         out = self.a.critic.run(CriticInput(episodes=reviews, judge=cfg.judge, repair=cfg.repair, run_id=run_id))
         seconds = time.perf_counter() - clock
         with self.a.db.session() as session:
-            lessons = {lesson.id: lesson for lesson in session.scalars(
-                select(Lesson).where(Lesson.id.in_([v.lesson_id for v in out.verdicts if v.lesson_id])))}
+            lessons = {
+                lesson.id: lesson
+                for lesson in session.scalars(
+                    select(Lesson).where(Lesson.id.in_([v.lesson_id for v in out.verdicts if v.lesson_id]))
+                )
+            }
         verdicts: list[VerdictItem] = []
         for v in out.verdicts:
             lesson = lessons.get(v.lesson_id) if v.lesson_id else None
             new_lesson = lesson is not None and list(lesson.source_episode_ids or [])[:1] == [v.episode_id]
-            verdicts.append(VerdictItem(episode_id=v.episode_id, task_id=episodes[v.episode_id].task_id, passed=v.passed,
-                                        reward=v.reward, lesson_id=v.lesson_id, new_lesson=new_lesson,
-                                        repaired=v.repaired_episode_id is not None))
+            verdicts.append(
+                VerdictItem(
+                    episode_id=v.episode_id,
+                    task_id=episodes[v.episode_id].task_id,
+                    passed=v.passed,
+                    reward=v.reward,
+                    lesson_id=v.lesson_id,
+                    new_lesson=new_lesson,
+                    repaired=v.repaired_episode_id is not None,
+                )
+            )
             if v.reused:
                 continue
-            self._emit("verdict", run_id, generation=generation, episode_id=v.episode_id, passed=v.passed,
-                       reward=v.reward, source=v.source, judge_passed=v.judge_passed,
-                       repaired_episode_id=v.repaired_episode_id)
+            self._emit(
+                "verdict",
+                run_id,
+                generation=generation,
+                episode_id=v.episode_id,
+                passed=v.passed,
+                reward=v.reward,
+                source=v.source,
+                judge_passed=v.judge_passed,
+                repaired_episode_id=v.repaired_episode_id,
+            )
             if lesson is not None:
-                self._emit("lesson", run_id, generation=generation, lesson_id=lesson.id, episode_id=v.episode_id,
-                           text=lesson.text, merged=not new_lesson)
+                self._emit(
+                    "lesson",
+                    run_id,
+                    generation=generation,
+                    lesson_id=lesson.id,
+                    episode_id=v.episode_id,
+                    text=lesson.text,
+                    merged=not new_lesson,
+                )
         return {"verdicts": verdicts, "agent_seconds": {"critique": seconds}}
 
     @timed("induce", embeds=True)
@@ -261,11 +343,18 @@ class LoopNodes:
         decisions = review_skills(candidates, self.a.library)
         seconds = time.perf_counter() - clock
         added: list[NewSkill] = []
-        for candidate, decision in zip(candidates, decisions):
+        for candidate, decision in zip(candidates, decisions, strict=True):
             if decision.approved:
                 added.append(NewSkill(name=decision.name, episode_ids=list(candidate.source_episode_ids)))
-                self._emit("skill_added", state["run_id"], generation=state["generation"], name=decision.name,
-                           version=decision.version, reason=decision.reason, episode_ids=candidate.source_episode_ids)
+                self._emit(
+                    "skill_added",
+                    state["run_id"],
+                    generation=state["generation"],
+                    name=decision.name,
+                    version=decision.version,
+                    reason=decision.reason,
+                    episode_ids=candidate.source_episode_ids,
+                )
         return {"new_skills": added, "agent_seconds": {"induce": seconds}}
 
     @timed("assess")
@@ -274,8 +363,11 @@ class LoopNodes:
         run_id, generation = state["run_id"], state["generation"]
         cell = {item["task_id"]: item["spec"] for item in state["tasks"]}
         observations = [
-            {"environment": cell[v["task_id"]]["environment"], "difficulty": cell[v["task_id"]]["difficulty"],
-             "passed": v["passed"]}
+            {
+                "environment": cell[v["task_id"]]["environment"],
+                "difficulty": cell[v["task_id"]]["difficulty"],
+                "passed": v["passed"],
+            }
             for v in state["verdicts"]
         ]
         with self.a.db.session() as session:
@@ -284,8 +376,13 @@ class LoopNodes:
                 CapabilityProfile().update_many(session, observations)
                 run.summary = {**run.summary, "assessed": [*run.summary.get("assessed", []), generation]}
             credited = generation in run.summary.get("credited", [])
-            uses = [] if credited else list(session.execute(
-                select(Episode.id, Episode.skills_used).where(Episode.id.in_(state["episode_ids"]))))
+            uses = (
+                []
+                if credited
+                else list(
+                    session.execute(select(Episode.id, Episode.skills_used).where(Episode.id.in_(state["episode_ids"])))
+                )
+            )
         if not credited:
             passed = {v["episode_id"]: v["passed"] for v in state["verdicts"]}
             for episode_id, skills in uses:
@@ -307,11 +404,17 @@ class LoopNodes:
             before = (run.summary.get("generations", {}).get(str(generation - 1)) or {}).get("usage_total", {})
             after = repo.llm_usage(session, run_id=run_id)
         summary = summarize(
-            self.a.db, generation=generation, tasks=state["tasks"], episode_ids=state["episode_ids"],
-            verdicts=state["verdicts"], new_skills=state.get("new_skills", []),
+            self.a.db,
+            generation=generation,
+            tasks=state["tasks"],
+            episode_ids=state["episode_ids"],
+            verdicts=state["verdicts"],
+            new_skills=state.get("new_skills", []),
             wall_seconds=time.time() - state.get("generation_started", time.time()),
-            agent_seconds=sum(state.get("agent_seconds", {}).values()), node_seconds=state.get("timings", {}),
-            usage_before=before, usage_after=after,
+            agent_seconds=sum(state.get("agent_seconds", {}).values()),
+            node_seconds=state.get("timings", {}),
+            usage_before=before,
+            usage_after=after,
             embedding_seconds=sum(state.get("embedding_seconds", {}).values()),
             embedded_texts=sum(state.get("embedded_texts", {}).values()),
         )
@@ -346,17 +449,35 @@ class LoopNodes:
             with self.a.db.session() as session:
                 if round_done(session, name, run_id=run_id, round_=round_):
                     continue
-            out = run_round(self.a.db, self.a.gateway, env, model_version=model_version,
-                            settings=self.a.harness_critic, default=default_harness_for(env), round_=round_,
-                            run_id=run_id)
-            self._emit("harness_round", run_id, generation=state["generation"], environment=name, round=round_,
-                       model_version=model_version, champion=out.champion_id, promoted=out.promoted,
-                       challengers=len(out.challengers), invalid=len(out.invalid),
-                       tasks_evaluated=out.tasks_evaluated)
+            out = run_round(
+                self.a.db,
+                self.a.gateway,
+                env,
+                model_version=model_version,
+                settings=self.a.harness_critic,
+                default=default_harness_for(env),
+                round_=round_,
+                run_id=run_id,
+            )
+            self._emit(
+                "harness_round",
+                run_id,
+                generation=state["generation"],
+                environment=name,
+                round=round_,
+                model_version=model_version,
+                champion=out.champion_id,
+                promoted=out.promoted,
+                challengers=len(out.challengers),
+                invalid=len(out.invalid),
+                tasks_evaluated=out.tasks_evaluated,
+            )
         seconds = time.perf_counter() - clock
         self._follow_promoted_harnesses()
-        return {"harness_rounds": max(round_ + 1, state.get("episodes_done", 0) // cfg.harness_critic_every),
-                "agent_seconds": {"improve_harness": seconds}}
+        return {
+            "harness_rounds": max(round_ + 1, state.get("episodes_done", 0) // cfg.harness_critic_every),
+            "agent_seconds": {"improve_harness": seconds},
+        }
 
     # the ends of a run
 
@@ -409,8 +530,14 @@ class LoopNodes:
             repo.set_run_status(session, run_id=run_id, status=status)
             done = repo.get_run(session, run_id=run_id).generations_done
             usage = repo.llm_usage(session, run_id=run_id)
-        self._emit(event, run_id, generations_done=done, reason=reason, usage=usage,
-                   active_seconds=round(state.get("active_seconds", 0.0), 3))
+        self._emit(
+            event,
+            run_id,
+            generations_done=done,
+            reason=reason,
+            usage=usage,
+            active_seconds=round(state.get("active_seconds", 0.0), 3),
+        )
 
     def _embedding_cost(self) -> EmbeddingCost:
         """What the embedding functions of the lessons' and skills' memory have cost so far (usually one, shared)."""
@@ -420,31 +547,55 @@ class LoopNodes:
 
     def _stored_tasks(self, run_id: str, generation: int) -> list[TaskItem] | None:
         with self.a.db.session() as session:
-            rows = {t.id: t for t in session.scalars(select(Task).where(Task.run_id == run_id,
-                                                                        Task.generation == generation))}
+            rows = {
+                t.id: t
+                for t in session.scalars(select(Task).where(Task.run_id == run_id, Task.generation == generation))
+            }
         if not rows:
             return None
         ordered = [rows[task_id_for(run_id, generation, i)] for i in range(len(rows))]
-        return [TaskItem(task_id=t.id, source=t.source, spec=TaskSpec(
-            environment=t.environment, difficulty=t.difficulty, prompt=t.prompt, reference=dict(t.reference or {}),
-            metadata=dict(t.meta or {})).model_dump(mode="json")) for t in ordered]
+        return [
+            TaskItem(
+                task_id=t.id,
+                source=t.source,
+                spec=TaskSpec(
+                    environment=t.environment,
+                    difficulty=t.difficulty,
+                    prompt=t.prompt,
+                    reference=dict(t.reference or {}),
+                    metadata=dict(t.meta or {}),
+                ).model_dump(mode="json"),
+            )
+            for t in ordered
+        ]
 
     def _store_tasks(self, run_id: str, generation: int, proposed: list[ProposedTask]) -> list[TaskItem]:
         items: list[TaskItem] = []
         with self.a.db.session() as session:  # one transaction: a generation's tasks exist all together or not at all
             for index, p in enumerate(proposed):
-                task = repo.add_task(session, environment=p.task.environment, difficulty=p.task.difficulty,
-                                     prompt=p.task.prompt, reference=p.task.reference, meta=p.task.metadata,
-                                     source=p.source, run_id=run_id, generation=generation,
-                                     task_id=task_id_for(run_id, generation, index))
+                task = repo.add_task(
+                    session,
+                    environment=p.task.environment,
+                    difficulty=p.task.difficulty,
+                    prompt=p.task.prompt,
+                    reference=p.task.reference,
+                    meta=p.task.metadata,
+                    source=p.source,
+                    run_id=run_id,
+                    generation=generation,
+                    task_id=task_id_for(run_id, generation, index),
+                )
                 items.append(TaskItem(task_id=task.id, source=p.source, spec=p.task.model_dump(mode="json")))
         return items
 
     def _episode_ids_by_prefix(self, prefix: str) -> list[str]:
         """A generation's recorded episodes in task and sample order ([] when the node has not recorded them)."""
         with self.a.db.session() as session:
-            rows = list(session.execute(select(Episode.idempotency_key, Episode.id)
-                                        .where(Episode.idempotency_key.like(f"{prefix}:t%"))))
+            rows = list(
+                session.execute(
+                    select(Episode.idempotency_key, Episode.id).where(Episode.idempotency_key.like(f"{prefix}:t%"))
+                )
+            )
         return [episode_id for _, episode_id in sorted(rows, key=lambda row: _key_order(row[0]))]
 
     def _emit(self, type: str, run_id: str, **payload: Any) -> None:

@@ -27,8 +27,8 @@ from langgraph.graph.state import CompiledStateGraph
 from lamarck.agents.checkpoints import open_checkpointer
 from lamarck.agents.critic import Critic
 from lamarck.agents.curriculum_proposer import CurriculumProposer
-from lamarck.agents.executor import Executor
 from lamarck.agents.evaluation import release_harness
+from lamarck.agents.executor import Executor
 from lamarck.agents.harness import HarnessSpec, load_harness
 from lamarck.agents.nodes import LoopListener, LoopNodes, RunAgents
 from lamarck.agents.runs import (
@@ -50,8 +50,8 @@ from lamarck.curriculum.registry import get_environment
 from lamarck.memory.lessons import LessonStore
 from lamarck.platform.events import EventBus
 from lamarck.platform.llm.gateway import LLMGateway
-from lamarck.platform.settings import HarnessCriticSettings
 from lamarck.platform.sandbox import Sandbox
+from lamarck.platform.settings import HarnessCriticSettings
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.skills_library.library import SkillLibrary
@@ -115,9 +115,16 @@ def open_services(container: Any) -> Iterator[Services]:
     try:
         lessons = LessonStore(container.db, memory.lessons, dedup_distance=settings.memory.dedup_threshold)
         library = SkillLibrary(container.db, container.sandbox, memory)
-        yield Services(db=container.db, gateway=container.gateway, sandbox=container.sandbox,
-                       data_dir=settings.data_dir, library=library, lessons=lessons,
-                       default_concurrency=settings.engine.max_batch_size, harness_critic=settings.harness_critic)
+        yield Services(
+            db=container.db,
+            gateway=container.gateway,
+            sandbox=container.sandbox,
+            data_dir=settings.data_dir,
+            library=library,
+            lessons=lessons,
+            default_concurrency=settings.engine.max_batch_size,
+            harness_critic=settings.harness_critic,
+        )
     finally:
         memory.close()
 
@@ -141,8 +148,13 @@ class Orchestrator:
     """Drives runs. ``between_generations`` hooks run after each generation is recorded, outside the graph
     (distillation's scheduling and gate); the checkpoint is already written, so a hook that dies loses nothing."""
 
-    def __init__(self, services: Services, *, listener: LoopListener | None = None,
-                 between_generations: list[Callable[[str], None]] | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        *,
+        listener: LoopListener | None = None,
+        between_generations: list[Callable[[str], None]] | None = None,
+    ) -> None:
         self.services = services
         self.listener = listener
         self.between_generations = list(between_generations or [])
@@ -174,16 +186,32 @@ class Orchestrator:
             config = load_config(claim(session, run_id))
         with open_checkpointer(db, self.services.data_dir) as saver:
             graph = self._compile(config, saver)
-            thread: dict[str, Any] = {"configurable": {"thread_id": run_id},
-                                      "recursion_limit": SUPERSTEPS_PER_GENERATION * (config.generations + 2) + 10}
+            thread: dict[str, Any] = {
+                "configurable": {"thread_id": run_id},
+                "recursion_limit": SUPERSTEPS_PER_GENERATION * (config.generations + 2) + 10,
+            }
             snapshot = graph.get_state(thread)
             state_in: dict[str, Any] | None = None
             if not snapshot.values:
-                state_in = {"run_id": run_id, "config": config.model_dump(mode="json"), "generation": 0,
-                            "recent_prompts": [], "recent_failures": [], "timings": {}, "agent_seconds": {},
-                            "active_seconds": 0.0, "episodes_done": 0, "harness_rounds": 0}
-            self._emit("run_resumed" if resumed else "run_started", run_id, config=config.model_dump(mode="json"),
-                       next=list(snapshot.next), generation=snapshot.values.get("generation", 0))
+                state_in = {
+                    "run_id": run_id,
+                    "config": config.model_dump(mode="json"),
+                    "generation": 0,
+                    "recent_prompts": [],
+                    "recent_failures": [],
+                    "timings": {},
+                    "agent_seconds": {},
+                    "active_seconds": 0.0,
+                    "episodes_done": 0,
+                    "harness_rounds": 0,
+                }
+            self._emit(
+                "run_resumed" if resumed else "run_started",
+                run_id,
+                config=config.model_dump(mode="json"),
+                next=list(snapshot.next),
+                generation=snapshot.values.get("generation", 0),
+            )
             stopped = False
             try:
                 for chunk in graph.stream(state_in, thread, stream_mode="updates", durability="sync"):
@@ -212,15 +240,22 @@ class Orchestrator:
         with self.services.db.session() as session:
             status = repo.get_run(session, run_id=run_id).status
         if status != outcome:
-            self._mark(run_id, outcome, "run_finished" if outcome == "finished" else outcome, reason="settled on resume")
+            self._mark(
+                run_id, outcome, "run_finished" if outcome == "finished" else outcome, reason="settled on resume"
+            )
 
     def outcome(self, run_id: str) -> RunOutcome:
         with self.services.db.session() as session:
             run = repo.get_run(session, run_id=run_id)
             generations = run.summary.get("generations", {})
             summaries = [GenerationSummary.model_validate(generations[key]) for key in sorted(generations, key=int)]
-            return RunOutcome(run_id=run.id, status=run.status, generations_done=run.generations_done,
-                              summaries=summaries, error=run.error)
+            return RunOutcome(
+                run_id=run.id,
+                status=run.status,
+                generations_done=run.generations_done,
+                summaries=summaries,
+                error=run.error,
+            )
 
     # building the graph for one run
 
@@ -232,10 +267,16 @@ class Orchestrator:
             db=s.db,
             bus=s.bus,
             environments=environments,
-            proposer=CurriculumProposer(gateway_for_proposer, environments, sandbox=s.sandbox,
-                                        frontier=_frontier(config, environments)),
-            executor=Executor(s.gateway, environments, skills=s.library, lessons=s.lessons,
-                              max_concurrency=config.concurrency or s.default_concurrency),
+            proposer=CurriculumProposer(
+                gateway_for_proposer, environments, sandbox=s.sandbox, frontier=_frontier(config, environments)
+            ),
+            executor=Executor(
+                s.gateway,
+                environments,
+                skills=s.library,
+                lessons=s.lessons,
+                max_concurrency=config.concurrency or s.default_concurrency,
+            ),
             critic=Critic(s.gateway, environments, s.db, lessons=s.lessons),
             gateway=s.gateway,
             library=s.library,

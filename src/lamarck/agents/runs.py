@@ -51,11 +51,15 @@ class RunConfig(BaseModel):
     batch_size: int = Field(16, ge=1, le=4096)
     samples_per_task: int | None = Field(None, ge=1, le=64)  # None: the harness's setting
     model_version: str = DEFAULT_MODEL_VERSION
-    follow_champion: bool = False  # each generation uses the version promoted at its start (falls back to model_version)
+    follow_champion: bool = (
+        False  # each generation uses the version promoted at its start (falls back to model_version)
+    )
     # with follow_champion, "better_candidate" rolls out with a refused candidate that beat the champion on the dev
     # slice (registry.rollout_sampler); "champion" always rolls out with the champion
     rollout_sampler: Literal["champion", "better_candidate"] = "better_candidate"
-    harnesses: dict[str, str] = Field(default_factory=dict)  # environment -> harness version id; default harness otherwise
+    harnesses: dict[str, str] = Field(
+        default_factory=dict
+    )  # environment -> harness version id; default harness otherwise
     seed: int = 0
     budget: Budget = Field(default_factory=Budget)
     llm_share: float = Field(0.25, ge=0.0, le=1.0)
@@ -176,7 +180,9 @@ def check_resumable(session: Session, run_id: str) -> Run:
         raise RunError(f"run {run_id} is {run.status.replace('_', ' ')}: there is nothing to resume")
     if run.status in ACTIVE and owner_alive(run):
         owner = run.summary.get("owner", {})
-        raise RunError(f"run {run_id} is still running (pid {owner.get('pid')}): stop it first with `lamarck runs stop`")
+        raise RunError(
+            f"run {run_id} is still running (pid {owner.get('pid')}): stop it first with `lamarck runs stop`"
+        )
     return run
 
 
@@ -185,7 +191,9 @@ def request_stop(db: Database, run_id: str) -> str:
     with db.session() as session:
         run = repo.get_run(session, run_id=run_id)
         if run.status not in ("pending", *ACTIVE):
-            raise RunError(f"run {run_id} is {run.status.replace('_', ' ')}: only a pending or running run can be stopped")
+            raise RunError(
+                f"run {run_id} is {run.status.replace('_', ' ')}: only a pending or running run can be stopped"
+            )
         if run.status == "pending" or not owner_alive(run):
             repo.set_run_status(session, run_id=run_id, status="stopped")
             return "stopped"

@@ -23,22 +23,33 @@ from lamarck.training.pipeline import DatasetRefused
 from lamarck.training.traces_to_rows import DistillationSet
 
 
-def student_view_check(db: Database, environments: Mapping[str, Environment],
-                       harness_for: Callable[[str], HarnessSpec]) -> Callable[[DistillationSet], None]:
+def student_view_check(
+    db: Database, environments: Mapping[str, Environment], harness_for: Callable[[str], HarnessSpec]
+) -> Callable[[DistillationSet], None]:
     def check(dataset: DistillationSet) -> None:
         ids = sorted({row.task_id for row in dataset.rows})
         with db.session() as session:
-            tasks = {t.id: TaskSpec(environment=t.environment, difficulty=t.difficulty, prompt=t.prompt,
-                                    reference=dict(t.reference or {}), metadata=dict(t.meta or {}))
-                     for t in session.scalars(select(Task).where(Task.id.in_(ids)))}
+            tasks = {
+                t.id: TaskSpec(
+                    environment=t.environment,
+                    difficulty=t.difficulty,
+                    prompt=t.prompt,
+                    reference=dict(t.reference or {}),
+                    metadata=dict(t.meta or {}),
+                )
+                for t in session.scalars(select(Task).where(Task.id.in_(ids)))
+            }
         for row in dataset.rows:
             env = environments.get(row.environment)
             if env is None:
                 raise DatasetRefused(f"row {row.episode_id}: environment {row.environment!r} is not available here")
-            expected = render_for_model(Trajectory(
-                messages=student_opening(tasks[row.task_id], env, harness_for(row.environment))))
+            expected = render_for_model(
+                Trajectory(messages=student_opening(tasks[row.task_id], env, harness_for(row.environment)))
+            )
             if row.messages[: row.prompt_length] != expected:
-                raise DatasetRefused(f"row {row.episode_id} (task {row.task_id}) does not open with what the executor "
-                                     "shows the student: the harness changed since the rollout, or help leaked")
+                raise DatasetRefused(
+                    f"row {row.episode_id} (task {row.task_id}) does not open with what the executor "
+                    "shows the student: the harness changed since the rollout, or help leaked"
+                )
 
     return check

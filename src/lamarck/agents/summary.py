@@ -76,15 +76,17 @@ def summarize(
     cell_of = {t["task_id"]: (t["spec"]["environment"], int(t["spec"]["difficulty"])) for t in tasks}
     with db.session() as session:
         rows = session.execute(
-            select(Episode.id, Episode.task_id, Episode.prompt_tokens, Episode.completion_tokens, Episode.wall_seconds)
-            .where(Episode.id.in_(list(episode_ids)))
+            select(
+                Episode.id, Episode.task_id, Episode.prompt_tokens, Episode.completion_tokens, Episode.wall_seconds
+            ).where(Episode.id.in_(list(episode_ids)))
         ).all()
     episodes = {row.id: row for row in rows}
     cells: dict[tuple[str, int], dict[str, Any]] = {}
 
     def cell(key: tuple[str, int]) -> dict[str, Any]:
-        return cells.setdefault(key, {"attempts": 0, "successes": 0, "reward": 0.0, "tokens": 0, "seconds": 0.0,
-                                      "skills": 0, "lessons": 0})
+        return cells.setdefault(
+            key, {"attempts": 0, "successes": 0, "reward": 0.0, "tokens": 0, "seconds": 0.0, "skills": 0, "lessons": 0}
+        )
 
     episode_cell: dict[str, tuple[str, int]] = {}
     for episode_id in episode_ids:

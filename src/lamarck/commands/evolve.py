@@ -38,7 +38,7 @@ def _guarded(action: Any) -> None:
 
 
 def evolve(
-    env: Annotated[list[str], typer.Option("--env", help="Environment(s) to evolve on; repeat for several.")] = ["arithmetic"],  # noqa: B006
+    env: Annotated[list[str], typer.Option("--env", help="Environment(s); repeat for several.")] = ["arithmetic"],  # noqa: B006
     generations: Annotated[int, typer.Option(help="How many generations.")] = 3,
     batch: Annotated[int, typer.Option(help="Tasks proposed per generation.")] = 16,
     samples: Annotated[int | None, typer.Option(help="Attempts per task (default: the harness's).")] = None,
@@ -53,20 +53,39 @@ def evolve(
     repair: Annotated[bool, typer.Option(help="Ask the critic model to repair failed attempts.")] = True,
     induce: Annotated[bool, typer.Option(help="Induce skills from verified successes.")] = True,
     concurrency: Annotated[int | None, typer.Option(help="Executor threads (default: engine batch size).")] = None,
-    hints: Annotated[list[str], typer.Option(
-        "--hint", help="A rung of the teacher's hint ladder (repeat; default: none, glossary, demonstrations, "
-                       "partial, full; --hint none: no help).")] = [],  # noqa: B006
+    hints: Annotated[
+        list[str],
+        typer.Option(
+            "--hint",
+            help="A rung of the teacher's hint ladder (repeat; default: none, glossary, demonstrations, "
+            "partial, full; --hint none: no help).",
+        ),
+    ] = [],  # noqa: B006
     frontier: Annotated[str, typer.Option(help="How tasks are picked: learnable or thompson.")] = "learnable",
-    sampler: Annotated[str, typer.Option(
-        help="Who rolls out while following the champion: better_candidate (a refused candidate that beat it "
-             "on the development slice) or champion.")] = "better_candidate",
-    harness_every: Annotated[int, typer.Option(
-        help="Hold a harness-critic round every N episodes (0: never); its winner runs the next episodes.")] = 0,
+    sampler: Annotated[
+        str,
+        typer.Option(
+            help="Who rolls out while following the champion: better_candidate (a refused candidate that beat it "
+            "on the development slice) or champion."
+        ),
+    ] = "better_candidate",
+    harness_every: Annotated[
+        int,
+        typer.Option(
+            help="Hold a harness-critic round every N episodes (0: never); its winner runs the next episodes."
+        ),
+    ] = 0,
     name: Annotated[str, typer.Option(help="A name for the run.")] = "",
-    distill: Annotated[bool | None, typer.Option(
-        help="Queue distillation between generations and gate its candidates (default: training.schedule).")] = None,
-    wait_training: Annotated[bool, typer.Option(
-        help="At the end, wait for queued training and gate its candidate (Ctrl-C leaves it queued).")] = True,
+    distill: Annotated[
+        bool | None,
+        typer.Option(
+            help="Queue distillation between generations and gate its candidates (default: training.schedule)."
+        ),
+    ] = None,
+    wait_training: Annotated[
+        bool,
+        typer.Option(help="At the end, wait for queued training and gate its candidate (Ctrl-C leaves it queued)."),
+    ] = True,
 ) -> None:
     """Start an evolution run: propose -> execute -> critique -> record, generation after generation.
 
@@ -93,22 +112,39 @@ def evolve(
                 with container.db.session() as session:
                     champion = repo.promoted_model_version(session)
                 version = champion.id if champion is not None else DEFAULT_MODEL_VERSION
-            config = parse_config({
-                "environments": env, "generations": generations, "batch_size": batch, "samples_per_task": samples,
-                "seed": seed, "model_version": version, "follow_champion": model is None, "harnesses": harnesses,
-                "llm_share": llm_share,
-                "budget": {"max_tokens": max_tokens, "max_seconds": max_seconds, "max_cost_usd": max_cost},
-                "judge": judge, "repair": repair, "induce_skills": induce, "concurrency": concurrency,
-                "frontier": frontier, "rollout_sampler": sampler, "harness_critic_every": harness_every,
-                **({"hints": hints} if hints else {}),
-            })
+            config = parse_config(
+                {
+                    "environments": env,
+                    "generations": generations,
+                    "batch_size": batch,
+                    "samples_per_task": samples,
+                    "seed": seed,
+                    "model_version": version,
+                    "follow_champion": model is None,
+                    "harnesses": harnesses,
+                    "llm_share": llm_share,
+                    "budget": {"max_tokens": max_tokens, "max_seconds": max_seconds, "max_cost_usd": max_cost},
+                    "judge": judge,
+                    "repair": repair,
+                    "induce_skills": induce,
+                    "concurrency": concurrency,
+                    "frontier": frontier,
+                    "rollout_sampler": sampler,
+                    "harness_critic_every": harness_every,
+                    **({"hints": hints} if hints else {}),
+                }
+            )
             validate_config(config, container.db, container.gateway)  # before the memory is opened or a run written
             scheduling = container.settings.training.schedule if distill is None else distill
             with open_services(container) as services, open_distillation(container, services.bus, scheduling) as driver:
-                orchestrator = Orchestrator(services, between_generations=[driver.between_generations] if driver else [])
+                orchestrator = Orchestrator(
+                    services, between_generations=[driver.between_generations] if driver else []
+                )
                 run_id = orchestrator.start(config, name=name)
-                console.print(f"run [bold]{run_id}[/] · {', '.join(config.environments)} · "
-                              f"{config.generations} generations × {config.batch_size} tasks · model {version}")
+                console.print(
+                    f"run [bold]{run_id}[/] · {', '.join(config.environments)} · "
+                    f"{config.generations} generations × {config.batch_size} tasks · model {version}"
+                )
                 with LiveProgress(config.generations) as progress:
                     orchestrator.listener = progress
                     if driver is not None:
@@ -129,8 +165,9 @@ def finish_training(driver: Distillation) -> None:
         return
     try:
         with console.status("waiting for training (Ctrl-C leaves it queued)") as status:
-            driver.drain(on_wait=lambda jobs: status.update(f"waiting for training: {', '.join(jobs)} "
-                                                            "(Ctrl-C leaves it queued)"))
+            driver.drain(
+                on_wait=lambda jobs: status.update(f"waiting for training: {', '.join(jobs)} (Ctrl-C leaves it queued)")
+            )
     except KeyboardInterrupt:
         console.print("left the training job queued: `lamarck worker --queues train` or the next run picks it up")
 
@@ -140,8 +177,15 @@ class LiveProgress:
 
     def __init__(self, generations: int, done: int = 0) -> None:
         self.generations = generations
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=console, transient=True)
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         self.task = self.progress.add_task("starting", total=generations, completed=done)
 
     def __enter__(self) -> LiveProgress:
@@ -175,33 +219,52 @@ class LiveProgress:
             self.progress.console.print(
                 f"  harness-critic round {payload['round']} on {payload['environment']}: {payload['challengers']} "
                 f"challengers, {payload['invalid']} invalid, {payload['tasks_evaluated']} task evaluations · "
-                f"promoted: {winner}", highlight=False, markup=False)
+                f"promoted: {winner}",
+                highlight=False,
+                markup=False,
+            )
         elif event.type in ("budget_exhausted", "run_stopped", "run_failed") and payload.get("reason"):
             self.progress.console.print(f"{event.type.replace('_', ' ')}: {payload['reason']}")
 
 
 def summary_table(summary: GenerationSummary) -> Table:
-    table = Table(title=f"generation {summary.generation + 1}", title_justify="left", box=None,
-                  padding=(0, 1), pad_edge=False)
+    table = Table(
+        title=f"generation {summary.generation + 1}", title_justify="left", box=None, padding=(0, 1), pad_edge=False
+    )
     for column in ("environment", "level", "tries", "passed", "reward", "tokens", "s/try", "skills", "lessons"):
         table.add_column(column, no_wrap=True)
     for cell in summary.cells:
-        table.add_row(cell.environment, str(cell.difficulty), str(cell.attempts),
-                      f"{cell.successes} ({cell.success_rate:.0%})", f"{cell.mean_reward:.2f}", str(cell.tokens),
-                      f"{cell.mean_attempt_seconds:.1f}", str(cell.new_skills), str(cell.new_lessons))
-    table.caption = (f"{summary.attempts} attempts, {summary.success_rate:.0%} passed, mean reward "
-                     f"{summary.mean_reward:.2f}, {summary.tokens} tokens (all roles), {summary.wall_seconds:.1f}s, "
-                     f"{summary.repaired} repaired, {len(summary.new_skills)} new skills, {summary.new_lessons} new lessons")
+        table.add_row(
+            cell.environment,
+            str(cell.difficulty),
+            str(cell.attempts),
+            f"{cell.successes} ({cell.success_rate:.0%})",
+            f"{cell.mean_reward:.2f}",
+            str(cell.tokens),
+            f"{cell.mean_attempt_seconds:.1f}",
+            str(cell.new_skills),
+            str(cell.new_lessons),
+        )
+    table.caption = (
+        f"{summary.attempts} attempts, {summary.success_rate:.0%} passed, mean reward "
+        f"{summary.mean_reward:.2f}, {summary.tokens} tokens (all roles), {summary.wall_seconds:.1f}s, "
+        f"{summary.repaired} repaired, {len(summary.new_skills)} new skills, {summary.new_lessons} new lessons"
+    )
     table.caption_justify = "left"
     return table
 
 
 def _print_outcome(outcome: RunOutcome) -> None:
     colour = {"finished": "green", "budget_exhausted": "yellow", "stopped": "yellow"}.get(outcome.status, "red")
-    console.print(f"run {outcome.run_id}: [{colour}]{outcome.status.replace('_', ' ')}[/] after "
-                  f"{outcome.generations_done} generation(s)" + (f" — {outcome.error}" if outcome.error else ""))
-    console.print(f"next: lamarck runs show {outcome.run_id} · lamarck runs events {outcome.run_id} · "
-                  "lamarck eval --env arithmetic · lamarck curriculum profile", highlight=False)
+    console.print(
+        f"run {outcome.run_id}: [{colour}]{outcome.status.replace('_', ' ')}[/] after "
+        f"{outcome.generations_done} generation(s)" + (f" — {outcome.error}" if outcome.error else "")
+    )
+    console.print(
+        f"next: lamarck runs show {outcome.run_id} · lamarck runs events {outcome.run_id} · "
+        "lamarck eval --env arithmetic · lamarck curriculum profile",
+        highlight=False,
+    )
 
 
 # lamarck runs ...
@@ -221,8 +284,14 @@ def runs_list(limit: Annotated[int, typer.Option(help="How many, newest first.")
                 table.add_column(column, no_wrap=column in ("id", "status"))
             for run in runs:
                 config = run.config or {}
-                table.add_row(run.id, run.name or "-", run.status, f"{run.generations_done}/{config.get('generations', '?')}",
-                              ", ".join(config.get("environments", [])), run.created_at.strftime("%Y-%m-%d %H:%M"))
+                table.add_row(
+                    run.id,
+                    run.name or "-",
+                    run.status,
+                    f"{run.generations_done}/{config.get('generations', '?')}",
+                    ", ".join(config.get("environments", [])),
+                    run.created_at.strftime("%Y-%m-%d %H:%M"),
+                )
         console.print(table if runs else "no runs yet: start one with `lamarck evolve --env arithmetic`")
 
     _guarded(body)
@@ -245,8 +314,10 @@ def runs_show(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> N
         generations = summary.get("generations", {})
         for key in sorted(generations, key=int):
             console.print(summary_table(GenerationSummary.model_validate(generations[key])))
-        console.print(f"LLM usage: {int(usage['calls'])} calls, {int(usage['prompt_tokens'])}+"
-                      f"{int(usage['completion_tokens'])} tokens, ${usage['cost_usd']:.4f}")
+        console.print(
+            f"LLM usage: {int(usage['calls'])} calls, {int(usage['prompt_tokens'])}+"
+            f"{int(usage['completion_tokens'])} tokens, ${usage['cost_usd']:.4f}"
+        )
 
     _guarded(body)
 
@@ -254,7 +325,9 @@ def runs_show(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> N
 @runs_app.command("resume")
 def runs_resume(
     run_id: Annotated[str, typer.Argument(help="The run's id.")],
-    distill: Annotated[bool | None, typer.Option(help="Queue distillation and gate candidates between generations.")] = None,
+    distill: Annotated[
+        bool | None, typer.Option(help="Queue distillation and gate candidates between generations.")
+    ] = None,
     wait_training: Annotated[bool, typer.Option(help="At the end, wait for queued training and gate it.")] = True,
 ) -> None:
     """Continue a stopped, failed or killed run from its last checkpoint."""
@@ -327,14 +400,22 @@ def runs_events(
 
 
 def eval_command(
-    env: Annotated[str, typer.Option("--env", help="Environment whose held-out set to run (or humaneval).")] = "arithmetic",
+    env: Annotated[
+        str, typer.Option("--env", help="Environment whose held-out set to run (or humaneval).")
+    ] = "arithmetic",
     model: Annotated[str | None, typer.Option(help="Model version (default: the champion).")] = None,
-    harness: Annotated[str, typer.Option(
-        help="Harness version id, 'release' (the environment's promoted harness, as served) or 'default'.")] = "release",
+    harness: Annotated[
+        str,
+        typer.Option(
+            help="Harness version id, 'release' (the environment's promoted harness, as served) or 'default'."
+        ),
+    ] = "release",
     per_level: Annotated[int, typer.Option(help="Held-out tasks per difficulty level (1..50).")] = 5,
     samples: Annotated[int, typer.Option(help="Greedy attempts per task.")] = 1,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks of the set (e.g. for humaneval).")] = None,
-    version: Annotated[str | None, typer.Option(help="Held-out set version (default: the environment's current).")] = None,
+    version: Annotated[
+        str | None, typer.Option(help="Held-out set version (default: the environment's current).")
+    ] = None,
 ) -> None:
     """Evaluate a release (by default the champion under its served harness), or any model and harness version, on a
     fixed held-out set; stores an Evaluation."""
@@ -353,17 +434,31 @@ def eval_command(
             except ValueError as exc:
                 raise UserError(str(exc)) from None
             with console.status(f"evaluating {version_id} on {len(tasks)} {env} tasks"):
-                result = evaluate(container.gateway, environment, tasks, version_id, spec, samples=samples,
-                                  eval_set=eval_set, max_concurrency=container.settings.engine.max_batch_size)
+                result = evaluate(
+                    container.gateway,
+                    environment,
+                    tasks,
+                    version_id,
+                    spec,
+                    samples=samples,
+                    eval_set=eval_set,
+                    max_concurrency=container.settings.engine.max_batch_size,
+                )
             result.evaluation_id = store_evaluation(container.db, result)
-        table = Table("difficulty", "score", title=f"{result.eval_set} · model {result.model_version} · "
-                      f"harness {result.harness_version}", title_justify="left")
+        table = Table(
+            "difficulty",
+            "score",
+            title=f"{result.eval_set} · model {result.model_version} · harness {result.harness_version}",
+            title_justify="left",
+        )
         for level, score in result.per_level.items():
             table.add_row(level, f"{score:.2f}")
         console.print(table)
         passed = sum(1 for share in result.per_task.values() if share > 0)
-        console.print(f"score [bold]{result.score:.3f}[/] on {result.n_tasks} tasks ({passed} passed at least once), "
-                      f"{result.seconds:.1f}s · evaluation {result.evaluation_id}")
+        console.print(
+            f"score [bold]{result.score:.3f}[/] on {result.n_tasks} tasks ({passed} passed at least once), "
+            f"{result.seconds:.1f}s · evaluation {result.evaluation_id}"
+        )
 
     _guarded(body)
 

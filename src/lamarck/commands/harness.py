@@ -11,8 +11,9 @@ from rich.table import Column, Table
 
 from lamarck.commands.common import UserError, console, container_from_settings, run_guarded
 
-app = typer.Typer(help="Harness versions: the archive, diffs, promotion, and harness-critic rounds.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Harness versions: the archive, diffs, promotion, and harness-critic rounds.", no_args_is_help=True
+)
 
 
 @app.command("list")
@@ -28,13 +29,27 @@ def harness_list(env: Annotated[str | None, typer.Option(help="Only this environ
         if not rows:
             console.print("no harnesses archived yet: run `lamarck harness round --env NAME`")
             return
-        table = Table(Column("id", no_wrap=True), Column("parent", no_wrap=True), "status", "source",
-                      "dev wins-losses", "rating", "decision")
+        table = Table(
+            Column("id", no_wrap=True),
+            Column("parent", no_wrap=True),
+            "status",
+            "source",
+            "dev wins-losses",
+            "rating",
+            "decision",
+        )
         for row in rows:
             record = "" if row["wins"] is None else f"{row['wins']}-{row['losses']}"
             decision = f"FLAGGED: {row['flag']}. {row['decision']}" if row["flag"] else str(row["decision"])
-            table.add_row(row["id"], row["parent"] or "", row["status"], row["source"], record,
-                          f"{row['rating']:.0f}", decision[:120])
+            table.add_row(
+                row["id"],
+                row["parent"] or "",
+                row["status"],
+                row["source"],
+                record,
+                f"{row['rating']:.0f}",
+                decision[:120],
+            )
         console.print(table)
 
     run_guarded(body)
@@ -49,9 +64,15 @@ def harness_show(harness_id: str) -> None:
 
         with container_from_settings() as container, container.db.session() as session:
             record = repo.get_harness(session, harness_id=harness_id)
-            data = {"id": record.id, "environment": record.environment, "parent": record.parent_id,
-                    "status": record.status, "rationale": record.rationale, "scores": record.eval_scores,
-                    "spec": record.spec}
+            data = {
+                "id": record.id,
+                "environment": record.environment,
+                "parent": record.parent_id,
+                "status": record.status,
+                "rationale": record.rationale,
+                "scores": record.eval_scores,
+                "spec": record.spec,
+            }
         console.print_json(json.dumps(data, default=str))
 
     run_guarded(body)
@@ -71,8 +92,11 @@ def harness_diff(a: str, b: str) -> None:
             change = diff(*pair)
             rated = archive_ratings(session, pair[0].environment)
         rating_a, rating_b = rated.get(a, REFERENCE_RATING), rated.get(b, REFERENCE_RATING)
-        console.print(f"rating {rating_a:.0f} -> {rating_b:.0f}: B wins {win_probability(rating_b, rating_a):.0%} "
-                      "of the tasks where they disagree (fitted over every archived round)", highlight=False)
+        console.print(
+            f"rating {rating_a:.0f} -> {rating_b:.0f}: B wins {win_probability(rating_b, rating_a):.0%} "
+            "of the tasks where they disagree (fitted over every archived round)",
+            highlight=False,
+        )
         for knob, (left, right) in change.knobs.items():
             console.print(f"{knob}: {left!r} -> {right!r}", markup=False, highlight=False)
         console.print(f"worked examples shown: {change.examples[0]} -> {change.examples[1]}")
@@ -136,13 +160,25 @@ def harness_round(
                 raise UserError(f"{env} is for evaluation only: its tasks may not tune a harness")
             with container.db.session() as session:
                 version = model or registry.champion(session)
-            out = run_round(container.db, container.gateway, environment, model_version=version,
-                            settings=container.settings.harness_critic, default=default_harness_for(environment),
-                            round_=number)
+            out = run_round(
+                container.db,
+                container.gateway,
+                environment,
+                model_version=version,
+                settings=container.settings.harness_critic,
+                default=default_harness_for(environment),
+                round_=number,
+            )
         table = Table("challenger", "source", "status", "dev wins-losses", "p", "reason")
         for result in out.challengers:
-            table.add_row(result.harness_id, result.source, result.status, f"{result.wins}-{result.losses}",
-                          "" if result.p_value is None else f"{result.p_value:.3g}", result.reason[:70])
+            table.add_row(
+                result.harness_id,
+                result.source,
+                result.status,
+                f"{result.wins}-{result.losses}",
+                "" if result.p_value is None else f"{result.p_value:.3g}",
+                result.reason[:70],
+            )
         console.print(table)
         for rejected in out.invalid:
             console.print(f"invalid {rejected.source} proposal: {rejected.reason}", markup=False, highlight=False)

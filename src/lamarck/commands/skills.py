@@ -89,8 +89,11 @@ def show(name: Annotated[str, typer.Argument(help="The skill's name.")]) -> None
             raise UserError(f"no skill {name!r}: list them with `lamarck skills list`")
         rate = "-" if view.success_rate is None else f"{view.success_rate:.0%}"
         console.print(f"[bold]{view.name}[/] {view.signature}", highlight=False)
-        console.print(f"{view.description}\nprovenance {view.provenance}, version {view.version}, {view.status}, "
-                      f"used {view.times_used} times, success {rate}", highlight=False)
+        console.print(
+            f"{view.description}\nprovenance {view.provenance}, version {view.version}, {view.status}, "
+            f"used {view.times_used} times, success {rate}",
+            highlight=False,
+        )
         if view.source_episode_ids:
             console.print("from episodes: " + ", ".join(view.source_episode_ids), highlight=False)
         console.print("\n[bold]code[/]")

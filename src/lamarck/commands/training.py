@@ -26,7 +26,9 @@ def _extra_errors() -> tuple[type[BaseException], ...]:
 
 
 def worker_command(
-    queues: Annotated[str, typer.Option("--queues", "-Q", help="Comma-separated queues: rollout, train.")] = "rollout,train",
+    queues: Annotated[
+        str, typer.Option("--queues", "-Q", help="Comma-separated queues: rollout, train.")
+    ] = "rollout,train",
     concurrency: Annotated[int | None, typer.Option(help="Worker processes (default: workers.concurrency).")] = None,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
@@ -45,8 +47,19 @@ def worker_command(
             raise UserError(f"unknown queue(s) {', '.join(unknown) or '(none)'}: use {', '.join(QUEUES)}")
         configure(app, settings)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        app.worker_main(["worker", "--queues", ",".join(names), "--concurrency",
-                         str(concurrency or settings.workers.concurrency), "--loglevel", loglevel, "--pool", "prefork"])
+        app.worker_main(
+            [
+                "worker",
+                "--queues",
+                ",".join(names),
+                "--concurrency",
+                str(concurrency or settings.workers.concurrency),
+                "--loglevel",
+                loglevel,
+                "--pool",
+                "prefork",
+            ]
+        )
 
     run_guarded(body, extra=_extra_errors())
 
@@ -75,8 +88,9 @@ def train_command(
                 parent = registry.champion(session)
             dataset = pipeline.prepare_dataset(container, parent)
             console.print(f"dataset {dataset.digest[:12]}: {len(dataset.rows)} rows, {len(dataset.pairs)} pairs")
-            made = pipeline.train_candidate(container, parent_version=parent, dataset_digest=dataset.digest, bus=bus,
-                                            max_steps=steps)
+            made = pipeline.train_candidate(
+                container, parent_version=parent, dataset_digest=dataset.digest, bus=bus, max_steps=steps
+            )
             console.print(f"candidate [bold]{made.version_id}[/] ({'new' if made.created else 'already trained'})")
 
     run_guarded(body, extra=_extra_errors())
@@ -84,7 +98,9 @@ def train_command(
 
 def register_model_commands(models_app: typer.Typer) -> None:
     @models_app.command("promote")
-    def promote(version: str, reason: Annotated[str, typer.Option(help="Why (recorded).")] = "manual promotion") -> None:
+    def promote(
+        version: str, reason: Annotated[str, typer.Option(help="Why (recorded).")] = "manual promotion"
+    ) -> None:
         """Make VERSION the champion (the previous one is retired and kept for rollback)."""
 
         def body() -> None:
@@ -110,8 +126,9 @@ def register_model_commands(models_app: typer.Typer) -> None:
         run_guarded(body, extra=_extra_errors())
 
     @models_app.command("gate")
-    def gate(version: Annotated[str | None, typer.Argument(help="A candidate (default: every undecided one).")] = None,
-             ) -> None:
+    def gate(
+        version: Annotated[str | None, typer.Argument(help="A candidate (default: every undecided one).")] = None,
+    ) -> None:
         """Run the evaluation gate now: held-out sets, paired test against the champion, promote on a pass."""
 
         def body() -> None:
@@ -125,14 +142,19 @@ def register_model_commands(models_app: typer.Typer) -> None:
                     if version is not None:
                         view = registry.show(session, version_id=version)
                         if view.status != "candidate":
-                            raise registry.RegistryError(f"{version} is {view.status}, not a candidate: only "
-                                                         "candidates go through the gate")
+                            raise registry.RegistryError(
+                                f"{version} is {view.status}, not a candidate: only candidates go through the gate"
+                            )
                         pending = [version]
                 if not pending:
                     console.print("no undecided candidates: `lamarck train` makes one from new verified episodes")
                     return
-                driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(container.db),
-                                      notify=lambda message: console.print(message, highlight=False))
+                driver = Distillation(
+                    container,
+                    send=lambda name, kwargs: None,
+                    bus=EventBus(container.db),
+                    notify=lambda message: console.print(message, highlight=False),
+                )
                 for candidate in pending:
                     driver.gate(candidate)
 

@@ -82,8 +82,14 @@ class FrontierSelector:
             if pool and rng.random() < self.replay_fraction:
                 task = pool.pop(rng.randrange(len(pool)))
                 label = task.source_id or task.fingerprint[:12]
-                slots.append(FrontierSlot(environment=task.environment, difficulty=task.difficulty,
-                                          reason=f"replay: failed task {label}", replay_task=task))
+                slots.append(
+                    FrontierSlot(
+                        environment=task.environment,
+                        difficulty=task.difficulty,
+                        reason=f"replay: failed task {label}",
+                        replay_task=task,
+                    )
+                )
             else:
                 slots.append(self._thompson_slot(profile, rng))
         return slots
@@ -101,7 +107,7 @@ class FrontierSelector:
             samples = [rng.betavariate(a, b) for a, b in params]
             smoothed = non_increasing(samples, [a + b for a, b in params])
             reachable = climbable(ladder, [profile.attempts(name, d) for d in ladder])
-            for difficulty, value in zip(ladder, smoothed):
+            for difficulty, value in zip(ladder, smoothed, strict=True):
                 if difficulty not in reachable:
                     continue
                 distance = abs(value - self.target)
@@ -126,7 +132,9 @@ class FrontierSelector:
                 continue
             a, b = profile.posterior(task.environment, task.difficulty)
             if a / (a + b) < self.replay_floor:
-                logger.debug("not replaying %s d%d: its cell is out of reach for now", task.environment, task.difficulty)
+                logger.debug(
+                    "not replaying %s d%d: its cell is out of reach for now", task.environment, task.difficulty
+                )
                 continue
             if task.fingerprint in seen:
                 continue
@@ -150,7 +158,7 @@ def climbable(ladder: Sequence[int], attempts: Sequence[int]) -> set[int]:
 def non_increasing(values: Sequence[float], weights: Sequence[float]) -> list[float]:
     """Weighted least-squares fit of a non-increasing sequence (pool adjacent violators)."""
     blocks: list[list[float]] = []  # [weighted sum, weight, count]
-    for value, weight in zip(values, weights):
+    for value, weight in zip(values, weights, strict=True):
         blocks.append([value * weight, weight, 1])
         while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] < blocks[-1][0] / blocks[-1][1]:
             total, w, count = blocks.pop()

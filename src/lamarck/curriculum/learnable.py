@@ -29,7 +29,9 @@ class CellEvidence(BaseModel):
     """What one cell's recent rollouts and the student's development-slice score say (decayed counts)."""
 
     student_greedy: float | None = Field(None, ge=0.0, le=1.0)  # None: not evaluated for this release yet
-    teacher_attempts: float = Field(0.0, ge=0.0)  # tasks the teacher attempted (decayed), whatever its samples and rungs
+    teacher_attempts: float = Field(
+        0.0, ge=0.0
+    )  # tasks the teacher attempted (decayed), whatever its samples and rungs
     teacher_passes: float = Field(0.0, ge=0.0)  # of those, tasks some sample solved at some rung
 
 
@@ -76,11 +78,20 @@ class LearnableFrontier:
                     continue
                 fails = 1.0 - (e.student_greedy if e.student_greedy is not None else 0.5)
                 student = "?" if e.student_greedy is None else f"{e.student_greedy:.2f}"
-                found[(name, difficulty)] = (fails * p, f"learnable: teacher solves {p:.2f} of tasks, student {student}")
+                found[(name, difficulty)] = (
+                    fails * p,
+                    f"learnable: teacher solves {p:.2f} of tasks, student {student}",
+                )
         return found
 
-    def select(self, evidence: Mapping[Cell, CellEvidence], batch_size: int, *, rng: random.Random,
-               failed_tasks: Sequence[TaskSpec] = ()) -> list[FrontierSlot]:
+    def select(
+        self,
+        evidence: Mapping[Cell, CellEvidence],
+        batch_size: int,
+        *,
+        rng: random.Random,
+        failed_tasks: Sequence[TaskSpec] = (),
+    ) -> list[FrontierSlot]:
         """``batch_size`` cells drawn in proportion to their weight (a batch spreads over the learnable cells).
         Failed tasks are not replayed: the hint ladder already retries a failed task with more help."""
         if batch_size < 1:

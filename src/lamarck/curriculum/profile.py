@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -121,7 +121,7 @@ class CapabilityProfile:
 
     def snapshot(self) -> ProfileSnapshot:
         return ProfileSnapshot(
-            taken_at=datetime.now(timezone.utc),
+            taken_at=datetime.now(UTC),
             prior_alpha=self.prior_alpha,
             prior_beta=self.prior_beta,
             decay=self.decay,
@@ -136,7 +136,7 @@ class CapabilityProfile:
         key = _key(environment, difficulty)
         cell = self._cells.setdefault(key, _Cell(self.prior_alpha, self.prior_beta))
         self._apply(cell, passed)
-        cell.updated_at = datetime.now(timezone.utc)
+        cell.updated_at = datetime.now(UTC)
         return self._estimate_model(key)
 
     def update(self, session: Session, environment: str, difficulty: int, passed: bool) -> CellEstimate:
@@ -146,7 +146,7 @@ class CapabilityProfile:
         cell = _Cell(row.alpha, row.beta, row.attempts, row.successes)
         self._apply(cell, passed)
         row.alpha, row.beta, row.attempts, row.successes = cell.alpha, cell.beta, cell.attempts, cell.successes
-        row.updated_at = cell.updated_at = datetime.now(timezone.utc)
+        row.updated_at = cell.updated_at = datetime.now(UTC)
         session.flush()
         self._cells[key] = cell
         return self._estimate_model(key)
@@ -180,8 +180,9 @@ class CapabilityProfile:
         row = session.scalars(query).first()
         if row is not None:
             return row
-        row = CapabilityCell(environment=key[0], difficulty=key[1], alpha=self.prior_alpha, beta=self.prior_beta,
-                             attempts=0, successes=0)
+        row = CapabilityCell(
+            environment=key[0], difficulty=key[1], alpha=self.prior_alpha, beta=self.prior_beta, attempts=0, successes=0
+        )
         try:
             with session.begin_nested():
                 session.add(row)
@@ -194,8 +195,16 @@ class CapabilityProfile:
         cell = self._cells.get(key) or _Cell(self.prior_alpha, self.prior_beta)
         mean, lower, upper = self.estimate(*key)
         return CellEstimate(
-            environment=key[0], difficulty=key[1], alpha=cell.alpha, beta=cell.beta, attempts=cell.attempts,
-            successes=cell.successes, mean=mean, lower=lower, upper=upper, updated_at=cell.updated_at,
+            environment=key[0],
+            difficulty=key[1],
+            alpha=cell.alpha,
+            beta=cell.beta,
+            attempts=cell.attempts,
+            successes=cell.successes,
+            mean=mean,
+            lower=lower,
+            upper=upper,
+            updated_at=cell.updated_at,
         )
 
 

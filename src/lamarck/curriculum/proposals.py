@@ -40,8 +40,7 @@ SCHEMAS: dict[str, str] = {
         '"expression": "12 + 30", "answer": 42}'
     ),
     "string_ops": (
-        '{"input": "green tree", "steps": [{"name": "reverse", "params": {}}, '
-        '{"name": "upper", "params": {}}]}'
+        '{"input": "green tree", "steps": [{"name": "reverse", "params": {}}, {"name": "upper", "params": {}}]}'
     ),
     "python_functions": (
         '{"function_name": "add_one", "description": "Return x plus one.", '

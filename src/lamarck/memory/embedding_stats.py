@@ -17,12 +17,20 @@ class EmbeddingCost:
     seconds: float = 0.0  # inside the model
 
     def __add__(self, other: EmbeddingCost) -> EmbeddingCost:
-        return EmbeddingCost(self.calls + other.calls, self.texts + other.texts,
-                             self.cache_hits + other.cache_hits, self.seconds + other.seconds)
+        return EmbeddingCost(
+            self.calls + other.calls,
+            self.texts + other.texts,
+            self.cache_hits + other.cache_hits,
+            self.seconds + other.seconds,
+        )
 
     def __sub__(self, other: EmbeddingCost) -> EmbeddingCost:
-        return EmbeddingCost(self.calls - other.calls, self.texts - other.texts,
-                             self.cache_hits - other.cache_hits, self.seconds - other.seconds)
+        return EmbeddingCost(
+            self.calls - other.calls,
+            self.texts - other.texts,
+            self.cache_hits - other.cache_hits,
+            self.seconds - other.seconds,
+        )
 
 
 class EmbeddingStats:

@@ -143,10 +143,14 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
             seconds = time.perf_counter() - started
             self.cache.put(missing, vectors)
             computed = dict(zip(missing, vectors, strict=True))
-        self.stats.record(EmbeddingCost(calls=int(bool(missing)), texts=len(missing),
-                                        cache_hits=len(texts) - len(missing), seconds=seconds))
-        return np.stack([vector if vector is not None else computed[text]
-                         for text, vector in zip(texts, found, strict=True)])
+        self.stats.record(
+            EmbeddingCost(
+                calls=int(bool(missing)), texts=len(missing), cache_hits=len(texts) - len(missing), seconds=seconds
+            )
+        )
+        return np.stack(
+            [vector if vector is not None else computed[text] for text, vector in zip(texts, found, strict=True)]
+        )
 
     @staticmethod
     def name() -> str:

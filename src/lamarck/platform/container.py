@@ -16,8 +16,8 @@ from lamarck.platform.storage import migrate
 from lamarck.platform.storage.database import Database
 
 if TYPE_CHECKING:
-    from lamarck.platform.llm.serving import ServingEngine
     from lamarck.platform.llm.model_store import ModelStore
+    from lamarck.platform.llm.serving import ServingEngine
     from lamarck.platform.sandbox import Sandbox
 
 

@@ -75,4 +75,6 @@ class EventBus:
 
 
 def _to_bus(event: Any) -> BusEvent:
-    return BusEvent(id=event.id, type=event.type, run_id=event.run_id, payload=event.payload, created_at=event.created_at)
+    return BusEvent(
+        id=event.id, type=event.type, run_id=event.run_id, payload=event.payload, created_at=event.created_at
+    )

@@ -118,8 +118,16 @@ class Sandbox:
             setpriv = shutil.which("setpriv", path=_SYSTEM_PATH)
             if setpriv is None:
                 raise SandboxUnavailable("setpriv not found: install util-linux, or " + _INSTALL_HINT.split(" or ")[1])
-            drop = [setpriv, f"--reuid={self._uid}", f"--regid={self._gid}", "--clear-groups",
-                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+            drop = [
+                setpriv,
+                f"--reuid={self._uid}",
+                f"--regid={self._gid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
         interp = self._interpreter(reachable_only=False)
         fds: list[int] = []
         try:
@@ -147,8 +155,16 @@ class Sandbox:
 
     def _bwrap_layout(self, interp: _Interpreter) -> list[str]:
         """Namespaces and the read-only filesystem view, without the scratch dir."""
-        args = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                "--die-with-parent", "--new-session", "--clearenv"]
+        args = [
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+        ]
         if not self._as_root:
             args += ["--unshare-user", "--disable-userns"]
         args += ["--ro-bind", "/usr", "/usr"]
@@ -158,8 +174,19 @@ class Sandbox:
                 args += ["--symlink", os.readlink(host), host]
             elif os.path.isdir(host):
                 args += ["--ro-bind", host, host]
-        args += ["--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-                 "--proc", "/proc", "--dev", "/dev"]
+        args += [
+            "--perms",
+            "0755",
+            "--dir",
+            "/etc",
+            "--ro-bind-try",
+            "/etc/ld.so.cache",
+            "/etc/ld.so.cache",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+        ]
         made: set[str] = {"/etc"}
         for bind in interp.binds:
             for parent in reversed(Path(bind).parents[:-1]):
@@ -189,8 +216,18 @@ class Sandbox:
             env = {**_environment(str(scratch)), "SANDBOX_RUN": token}
             # Without a user namespace, RLIMIT_NPROC counts every process of the user: only safe for a dedicated one.
             args = self._python_argv(interp, code_fd, cpu, nproc=switch)
-            return self._execute(args, stdin, [code_fd], wall, cpu, cwd=str(scratch), env=env,
-                                 user=(self._uid, self._gid) if switch else None, bwrap=False, token=token)
+            return self._execute(
+                args,
+                stdin,
+                [code_fd],
+                wall,
+                cpu,
+                cwd=str(scratch),
+                env=env,
+                user=(self._uid, self._gid) if switch else None,
+                bwrap=False,
+                token=token,
+            )
         finally:
             os.close(code_fd)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -207,8 +244,10 @@ class Sandbox:
             found = [path for name in names if (path := shutil.which(name, path=_SYSTEM_PATH))]
             usable = [path for path in found if _reachable(path, self._uid, self._gid)]
             if not usable:
-                raise SandboxUnavailable(f"{exe} is not readable by user {self.settings.user!r}: set "
-                                         f"LAMARCK_SANDBOX__PYTHON to a Python it can run, or {_INSTALL_HINT}")
+                raise SandboxUnavailable(
+                    f"{exe} is not readable by user {self.settings.user!r}: set "
+                    f"LAMARCK_SANDBOX__PYTHON to a Python it can run, or {_INSTALL_HINT}"
+                )
             logger.info("sandbox: %s is not readable by %s, using %s", exe, self.settings.user, usable[0])
             exe = usable[0]
         real = os.path.realpath(exe)
@@ -225,21 +264,45 @@ class Sandbox:
     def _python_argv(self, interp: _Interpreter, code_fd: int, cpu: int, *, nproc: bool) -> list[str]:
         mb = 1 << 20
         s = self.settings
-        limits = [(resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_AS, s.memory_mb * mb, s.memory_mb * mb),
-                  (resource.RLIMIT_FSIZE, s.file_size_mb * mb, s.file_size_mb * mb),
-                  (resource.RLIMIT_NOFILE, s.open_files, s.open_files), (resource.RLIMIT_CORE, 0, 0)]
+        limits = [
+            (resource.RLIMIT_CPU, cpu, cpu + 1),
+            (resource.RLIMIT_AS, s.memory_mb * mb, s.memory_mb * mb),
+            (resource.RLIMIT_FSIZE, s.file_size_mb * mb, s.file_size_mb * mb),
+            (resource.RLIMIT_NOFILE, s.open_files, s.open_files),
+            (resource.RLIMIT_CORE, 0, 0),
+        ]
         if nproc:
             limits.append((resource.RLIMIT_NPROC, s.processes, s.processes))
         flags = "-I" if s.site_packages else "-IS"
         return [interp.executable, flags, "-c", _PRELUDE.format(limits=limits, fd=code_fd)]
 
-    def _execute(self, args: list[str], stdin: str, fds: list[int], wall: float, cpu: int, *, cwd: str,
-                 env: dict[str, str], user: tuple[int, int] | None, bwrap: bool,
-                 token: str | None = None) -> SandboxResult:
+    def _execute(
+        self,
+        args: list[str],
+        stdin: str,
+        fds: list[int],
+        wall: float,
+        cpu: int,
+        *,
+        cwd: str,
+        env: dict[str, str],
+        user: tuple[int, int] | None,
+        bwrap: bool,
+        token: str | None = None,
+    ) -> SandboxResult:
         started = time.monotonic()
         extra = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
-        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=cwd, env=env, pass_fds=fds, start_new_session=True, **extra)
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            pass_fds=fds,
+            start_new_session=True,
+            **extra,
+        )
         try:
             out, err, hit = _pump(proc, stdin.encode(), started + wall, self.settings.output_bytes)
             while hit is None and not _exited(proc.pid):  # the pipes closed, the process may still run
@@ -313,8 +376,15 @@ def _classify(exit_code: int | None, stderr: str, cpu_used: float, cpu_limit: in
 
 def _environment(home: str) -> dict[str, str]:
     """The whole environment the code sees. Thread counts are pinned because threads count as processes."""
-    return {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
 
 
 def _pump(proc: subprocess.Popen[bytes], data: bytes, deadline: float, cap: int) -> tuple[bytes, bytes, str | None]:
@@ -347,7 +417,7 @@ def _pump(proc: subprocess.Popen[bytes], data: bytes, deadline: float, cap: int)
             for key, _ in selector.select(min(deadline - now, 0.1)):
                 if key.fd == in_fd:
                     try:
-                        pending = pending[os.write(in_fd, pending[:_CHUNK]):]
+                        pending = pending[os.write(in_fd, pending[:_CHUNK]) :]
                     except BlockingIOError:
                         continue
                     except BrokenPipeError:
@@ -424,7 +494,7 @@ def _memfd(name: str, text: str) -> int:
     fd = os.memfd_create(name)  # close-on-exec; pass_fds makes it inheritable in the sandbox only
     view = memoryview(text.encode("utf-8"))
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
 

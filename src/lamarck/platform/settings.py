@@ -46,10 +46,14 @@ class ModelRoute(BaseModel):
 
 
 class ModelRoutes(BaseModel):
-    curriculum: ModelRoute = Field(default_factory=lambda: ModelRoute(sampling=SamplingDefaults(temperature=0.8, top_p=0.95)))
+    curriculum: ModelRoute = Field(
+        default_factory=lambda: ModelRoute(sampling=SamplingDefaults(temperature=0.8, top_p=0.95))
+    )
     executor: ModelRoute = Field(default_factory=ModelRoute)
     critic: ModelRoute = Field(default_factory=ModelRoute)
-    harness_critic: ModelRoute = Field(default_factory=lambda: ModelRoute(sampling=SamplingDefaults(temperature=0.7, top_p=0.95)))
+    harness_critic: ModelRoute = Field(
+        default_factory=lambda: ModelRoute(sampling=SamplingDefaults(temperature=0.7, top_p=0.95))
+    )
 
     def route(self, role: str) -> ModelRoute:
         if role not in ROLES:

@@ -230,9 +230,24 @@ def worker_torch_threads(settings: Settings) -> int | None:
 
 def worker_command(queues: list[str], concurrency: int, name: str, loglevel: str = "INFO") -> list[str]:
     return [
-        sys.executable, "-m", "celery", "-A", "lamarck.platform.workers:app", "worker",
-        "--queues", ",".join(queues), "--concurrency", str(concurrency), "--pool", "prefork",
-        "--hostname", name, "--loglevel", loglevel, "--without-gossip", "--without-mingle",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "lamarck.platform.workers:app",
+        "worker",
+        "--queues",
+        ",".join(queues),
+        "--concurrency",
+        str(concurrency),
+        "--pool",
+        "prefork",
+        "--hostname",
+        name,
+        "--loglevel",
+        loglevel,
+        "--without-gossip",
+        "--without-mingle",
     ]
 
 
@@ -268,11 +283,16 @@ class EmbeddedWorker:
         command = worker_command(self.queues, self.settings.workers.concurrency, name)
         started = time.monotonic()
         with self.log_path.open("ab") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                            env=settings_env(self.settings), start_new_session=True)
+            self.process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, env=settings_env(self.settings), start_new_session=True
+            )
         self._wait_ready(started)
-        log.info("embedded worker %s ready in %.1fs (queues %s)", self.process.pid, time.monotonic() - started,
-                 ",".join(self.queues))
+        log.info(
+            "embedded worker %s ready in %.1fs (queues %s)",
+            self.process.pid,
+            time.monotonic() - started,
+            ",".join(self.queues),
+        )
         return self
 
     def _wait_ready(self, started: float) -> None:

@@ -110,9 +110,17 @@ def _from_code(episode: Episode, task: Task) -> list[SkillCandidate]:
     except SkillError as exc:
         log.info("episode %s: no skill from its code: %s", episode.id, exc)
         return []
-    return [SkillCandidate(name=name, code=code, tests=tests + "\n", provenance="induced",
-                           source_episode_ids=[episode.id], description=_describe(task.prompt),
-                           environment=task.environment)]
+    return [
+        SkillCandidate(
+            name=name,
+            code=code,
+            tests=tests + "\n",
+            provenance="induced",
+            source_episode_ids=[episode.id],
+            description=_describe(task.prompt),
+            environment=task.environment,
+        )
+    ]
 
 
 def _definitions_only(code: str) -> str:
@@ -132,8 +140,12 @@ def _as_assert(test: str) -> str:
         node = ast.parse(test, mode="eval").body
     except SyntaxError:
         return f"assert {test}"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_same" and len(
-            node.args) == 2:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "_same"
+        and len(node.args) == 2
+    ):
         return f"assert {ast.unparse(node.args[0])} == {ast.unparse(node.args[1])}"
     return f"assert {test}"
 
@@ -147,8 +159,9 @@ def _describe(prompt: str) -> str:
 # call chains
 
 
-def _from_chain(episode: Episode, task: Task, existing: dict[str, SkillView],
-                config: InductionConfig) -> list[SkillCandidate]:
+def _from_chain(
+    episode: Episode, task: Task, existing: dict[str, SkillView], config: InductionConfig
+) -> list[SkillCandidate]:
     chain = _longest_chain(_calls(episode), existing)
     if len(chain) < config.min_chain:
         return []
@@ -176,8 +189,16 @@ def _from_chain(episode: Episode, task: Task, existing: dict[str, SkillView],
     helpers = list(dict.fromkeys(_without_future(view.code).rstrip() for view in views))
     code = "\n\n\n".join([*helpers, "\n".join(body)]) + "\n"
     tests = f"assert {name}({args[0]!r}) == {expected!r}\n"
-    return [SkillCandidate(name=name, code=code, tests=tests, provenance="induced", source_episode_ids=[episode.id],
-                           environment=task.environment)]
+    return [
+        SkillCandidate(
+            name=name,
+            code=code,
+            tests=tests,
+            provenance="induced",
+            source_episode_ids=[episode.id],
+            environment=task.environment,
+        )
+    ]
 
 
 def _without_future(code: str) -> str:
@@ -249,8 +270,13 @@ def _rename(source: str, old: str, new: str) -> str:
     return ast.unparse(tree) + "\n"
 
 
-def _duplicate(candidate: SkillCandidate, library: SkillLibrary, existing: dict[str, SkillView], digests: set[str],
-               config: InductionConfig) -> str | None:
+def _duplicate(
+    candidate: SkillCandidate,
+    library: SkillLibrary,
+    existing: dict[str, SkillView],
+    digests: set[str],
+    config: InductionConfig,
+) -> str | None:
     try:
         digest = code_digest(candidate.code)
         info = analyse(candidate.code, candidate.name)
@@ -275,4 +301,3 @@ def _arity(view: SkillView) -> int:
         return analyse(view.code, view.name).required
     except SkillError:
         return -1
-

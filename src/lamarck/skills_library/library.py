@@ -119,8 +119,9 @@ class SkillLibrary:
                 skill = store.create_skill(session, name=name, provenance=candidate.provenance, version=version)
                 status = "added"
             elif store.skill_provenance(existing) != candidate.provenance_label:
-                return _rejected(name, f"name clash: {name!r} was just added with provenance "
-                                       f"{store.skill_provenance(existing)}")
+                return _rejected(
+                    name, f"name clash: {name!r} was just added with provenance {store.skill_provenance(existing)}"
+                )
             elif store.current_version(existing).code_digest == digest:
                 return AddResult(status="unchanged", name=name, version=existing.current_version)
             else:
@@ -163,8 +164,11 @@ class SkillLibrary:
             if skill is None:
                 raise UnknownSkill(f"no skill {name!r}: list them with `lamarck skills list`")
             rate = skill.times_succeeded / skill.times_used
-            if (skill.status == store.ACTIVE and skill.times_used >= self.config.min_uses
-                    and rate < self.config.deprecate_below):
+            if (
+                skill.status == store.ACTIVE
+                and skill.times_used >= self.config.min_uses
+                and rate < self.config.deprecate_below
+            ):
                 skill.status = store.DEPRECATED
                 log.info("skill %s deprecated: success rate %.2f after %d uses", name, rate, skill.times_used)
             view = store.to_view(skill)
@@ -195,14 +199,15 @@ class SkillLibrary:
     ) -> list[SkillView]:
         config = self.config.ranking
         candidates = [view for name, view in views.items() if name in near]  # by name, so ties keep that order
-        ranked = sorted(candidates, key=lambda v: -score(near[v.name][0], v, near[v.name][1] == query.environment,
-                                                         config))
+        ranked = sorted(
+            candidates, key=lambda v: -score(near[v.name][0], v, near[v.name][1] == query.environment, config)
+        )
         return ranked[: query.k]
 
     def handle(self, view: SkillView) -> SkillHandle:
         info = analyse(view.code, view.name)
         host = self._hosts.get(view.name)
-        in_process = (host is not None and view.provenance == "builtin" and host.digest == code_digest(view.code))
+        in_process = host is not None and view.provenance == "builtin" and host.digest == code_digest(view.code)
         fn = host.fn if host is not None and in_process else None
 
         def call(argument: str) -> str:
@@ -255,8 +260,9 @@ class SkillLibrary:
             texts = list(dict.fromkeys(query.text for query in queries))
             vectors = dict(zip(texts, collection.embed(texts), strict=True))
             for k, indices in by_k.items():
-                rows = collection.query_vectors([vectors[queries[i].text] for i in indices], k=k,
-                                                where={"status": store.ACTIVE})
+                rows = collection.query_vectors(
+                    [vectors[queries[i].text] for i in indices], k=k, where={"status": store.ACTIVE}
+                )
                 for index, hits in zip(indices, rows, strict=True):
                     for hit in hits:
                         environment = hit.record.metadata.get("environment")

@@ -71,13 +71,26 @@ def candidates_from_object(
         return [c for item in obj for c in candidates_from_object(item, provenance=provenance, package=package)]
     if inspect.isfunction(obj):
         return [candidate_from_function(obj, provenance=provenance, package=package)]
-    fields = obj if isinstance(obj, Mapping) else {k: getattr(obj, k) for k in ("name", "code", "tests", "description")
-                                                   if hasattr(obj, k)}
+    fields = (
+        obj
+        if isinstance(obj, Mapping)
+        else {k: getattr(obj, k) for k in ("name", "code", "tests", "description") if hasattr(obj, k)}
+    )
     if not {"name", "code"} <= set(fields):
-        raise SkillError(f"{type(obj).__name__} is not a skill: expected a function, a mapping with name/code/tests, "
-                         "or a list of them")
-    return [SkillCandidate(name=str(fields["name"]), code=str(fields["code"]), tests=str(fields.get("tests") or ""),
-                           description=str(fields.get("description") or ""), provenance=provenance, package=package)]
+        raise SkillError(
+            f"{type(obj).__name__} is not a skill: expected a function, a mapping with name/code/tests, "
+            "or a list of them"
+        )
+    return [
+        SkillCandidate(
+            name=str(fields["name"]),
+            code=str(fields["code"]),
+            tests=str(fields.get("tests") or ""),
+            description=str(fields.get("description") or ""),
+            provenance=provenance,
+            package=package,
+        )
+    ]
 
 
 def discover(entries: Iterable[EntryPoint] | None = None) -> tuple[list[SkillCandidate], list[PluginProblem]]:

@@ -46,10 +46,13 @@ def document(view: SkillView) -> str:
 
 
 def record(view: SkillView, environment: str | None = None) -> MemoryRecord:
-    metadata: Metadata = {"name": view.name, "provenance": view.provenance, "status": view.status,
-                          "version": view.version, "utility": posterior_success(view.times_used,
-                                                                                view.times_succeeded,
-                                                                                RankingConfig())}
+    metadata: Metadata = {
+        "name": view.name,
+        "provenance": view.provenance,
+        "status": view.status,
+        "version": view.version,
+        "utility": posterior_success(view.times_used, view.times_succeeded, RankingConfig()),
+    }
     if environment:
         metadata["environment"] = environment
     return MemoryRecord(id=view.name, text=document(view), metadata=metadata)

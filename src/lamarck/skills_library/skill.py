@@ -29,8 +29,15 @@ from lamarck.memory.base import RetrievalQuery
 ProvenanceKind = Literal["builtin", "plugin", "induced", "user"]
 AddStatus = Literal["added", "new_version", "unchanged", "rejected"]
 MAX_NAME = 200
-_ALLOWED_TOP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
-                ast.AnnAssign)
+_ALLOWED_TOP = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+)
 
 
 class SkillError(ValueError):
@@ -156,10 +163,14 @@ def _function_info(node: ast.FunctionDef) -> FunctionInfo:
         raise SkillError(f"{node.name}: *args, **kwargs and positional-only parameters are not supported")
     positional = list(args.args)
     defaults = [False] * (len(positional) - len(args.defaults)) + [True] * len(args.defaults)
-    params = [Parameter(a.arg, ast.unparse(a.annotation) if a.annotation else None, d)
-              for a, d in zip(positional, defaults, strict=True)]
-    params += [Parameter(a.arg, ast.unparse(a.annotation) if a.annotation else None, d is not None)
-               for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    params = [
+        Parameter(a.arg, ast.unparse(a.annotation) if a.annotation else None, d)
+        for a, d in zip(positional, defaults, strict=True)
+    ]
+    params += [
+        Parameter(a.arg, ast.unparse(a.annotation) if a.annotation else None, d is not None)
+        for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    ]
     signature = f"{node.name}({ast.unparse(node.args)})"
     if node.returns is not None:
         signature += f" -> {ast.unparse(node.returns)}"

@@ -25,8 +25,9 @@ def candidate_from_file(path: Path, *, name: str | None = None, provenance: Prov
     return candidate_from_source(source, name=name, provenance=provenance, origin=str(path))
 
 
-def candidate_from_source(source: str, *, name: str | None = None, provenance: ProvenanceKind = "user",
-                          origin: str = "the file") -> SkillCandidate:
+def candidate_from_source(
+    source: str, *, name: str | None = None, provenance: ProvenanceKind = "user", origin: str = "the file"
+) -> SkillCandidate:
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:

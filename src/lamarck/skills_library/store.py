@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from lamarck.platform.storage.records import Skill, SkillVersion
-from lamarck.skills_library.skill import SkillView, SkillVersionView, provenance_label
+from lamarck.skills_library.skill import SkillVersionView, SkillView, provenance_label
 
 ACTIVE = "active"
 DEPRECATED = "deprecated"
@@ -44,8 +44,15 @@ def skill_provenance(skill: Skill) -> str:
 
 def create_skill(session: Session, *, name: str, provenance: str, version: SkillVersion) -> Skill:
     version.version = 1
-    skill = Skill(name=name, provenance=provenance, status=ACTIVE, current_version=1, times_used=0,
-                  times_succeeded=0, versions=[version])
+    skill = Skill(
+        name=name,
+        provenance=provenance,
+        status=ACTIVE,
+        current_version=1,
+        times_used=0,
+        times_succeeded=0,
+        versions=[version],
+    )
     session.add(skill)
     session.flush()
     return skill

@@ -89,7 +89,7 @@ def same_behaviour(
     marker = f"__same_{secrets.token_hex(6)}__"
     program = _SAME_BEHAVIOUR.format(candidates=list(others), tests=tests, target=name, marker=marker)
     result = sandbox.run_python(program, wall_seconds=wall_seconds)
-    return [line[len(marker):] for line in result.stdout.splitlines() if line.startswith(marker)]
+    return [line[len(marker) :] for line in result.stdout.splitlines() if line.startswith(marker)]
 
 
 def _clip(text: str, limit: int = 240) -> str:

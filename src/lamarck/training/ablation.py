@@ -57,8 +57,9 @@ def without_hints(rows: list[TrainingRow], dropped: Collection[str]) -> list[Tra
     return [row for row in rows if row.hint_level not in dropped]
 
 
-def ablate(container: Container, version: str, *, dropped: Collection[str] = PRIVILEGED_HINTS,
-           max_steps: int | None = None) -> Ablation:
+def ablate(
+    container: Container, version: str, *, dropped: Collection[str] = PRIVILEGED_HINTS, max_steps: int | None = None
+) -> Ablation:
     from lamarck.training.sft import train_sft
 
     settings = container.settings
@@ -77,14 +78,23 @@ def ablate(container: Container, version: str, *, dropped: Collection[str] = PRI
         if kept:
             name = f"{replayed}-without-{'-'.join(sorted(dropped))}"
             work = settings.data_dir / "ablation" / name
-            result = train_sft(base_dir=base.base_dir, rows=kept, work_dir=work, settings=settings.training,
-                               parent_adapter=parent_adapter, max_steps=max_steps)
+            result = train_sft(
+                base_dir=base.base_dir,
+                rows=kept,
+                work_dir=work,
+                settings=settings.training,
+                parent_adapter=parent_adapter,
+                max_steps=max_steps,
+            )
             container.model_store.add_adapter(name, Path(result.output_dir), base=base.base_name)
             shutil.rmtree(work, ignore_errors=True)
             parent_adapter = container.model_store.resolve(name).adapter_dir
             current = name
             step.seconds = result.seconds
         steps.append(step)
-    note = (f"{len(steps)} job(s) of {version}'s lineage replayed without {sorted(dropped)} rows"
-            if chain else f"{version} is the base model: nothing to replay")
+    note = (
+        f"{len(steps)} job(s) of {version}'s lineage replayed without {sorted(dropped)} rows"
+        if chain
+        else f"{version} is the base model: nothing to replay"
+    )
     return Ablation(of=version, dropped_hints=sorted(dropped), version=current, steps=steps, note=note)

@@ -30,8 +30,15 @@ def save_dataset(dataset: DistillationSet, data_dir: Path) -> Path:
     try:
         rows = [{**row.model_dump(exclude={"messages"}), "messages": json.dumps(row.messages)} for row in dataset.rows]
         pq.write_table(pa.Table.from_pylist(rows, schema=_ROW_SCHEMA), tmp / ROWS)
-        pairs = [{**p.model_dump(exclude={"prompt", "chosen", "rejected"}), "prompt": json.dumps(p.prompt),
-                  "chosen": json.dumps(p.chosen), "rejected": json.dumps(p.rejected)} for p in dataset.pairs]
+        pairs = [
+            {
+                **p.model_dump(exclude={"prompt", "chosen", "rejected"}),
+                "prompt": json.dumps(p.prompt),
+                "chosen": json.dumps(p.chosen),
+                "rejected": json.dumps(p.rejected),
+            }
+            for p in dataset.pairs
+        ]
         pq.write_table(pa.Table.from_pylist(pairs, schema=_PAIR_SCHEMA), tmp / PAIRS)
         meta = dataset.model_dump(mode="json", exclude={"rows", "pairs"})
         (tmp / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
@@ -48,9 +55,20 @@ def save_dataset(dataset: DistillationSet, data_dir: Path) -> Path:
 
 def load_dataset(directory: Path) -> DistillationSet:
     meta = json.loads((directory / META).read_text())
-    rows = [TrainingRow(**{**r, "messages": json.loads(r["messages"])}) for r in pq.read_table(directory / ROWS).to_pylist()]
-    pairs = [PreferencePair(**{**p, "prompt": json.loads(p["prompt"]), "chosen": json.loads(p["chosen"]),
-                               "rejected": json.loads(p["rejected"])}) for p in pq.read_table(directory / PAIRS).to_pylist()]
+    rows = [
+        TrainingRow(**{**r, "messages": json.loads(r["messages"])}) for r in pq.read_table(directory / ROWS).to_pylist()
+    ]
+    pairs = [
+        PreferencePair(
+            **{
+                **p,
+                "prompt": json.loads(p["prompt"]),
+                "chosen": json.loads(p["chosen"]),
+                "rejected": json.loads(p["rejected"]),
+            }
+        )
+        for p in pq.read_table(directory / PAIRS).to_pylist()
+    ]
     dataset = DistillationSet(**meta, rows=rows, pairs=pairs)
     if dataset_digest(dataset) != dataset.digest:
         raise ValueError(f"dataset in {directory} does not match its digest: delete the directory to rebuild it")
@@ -78,17 +96,35 @@ def dataset_card(dataset: DistillationSet) -> str:
         "| --- | " + " | ".join("---" for _ in levels) + " | --- |",
     ]
     for env, cells in counts.items():
-        lines.append(f"| {env} | " + " | ".join(str(cells.get(level, 0)) for level in levels) + f" | {sum(cells.values())} |")
+        lines.append(
+            f"| {env} | " + " | ".join(str(cells.get(level, 0)) for level in levels) + f" | {sum(cells.values())} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-_ROW_SCHEMA = pa.schema([
-    ("task_id", pa.string()), ("episode_id", pa.string()), ("environment", pa.string()), ("difficulty", pa.int64()),
-    ("train_turns", pa.list_(pa.int64())), ("prompt_length", pa.int64()), ("repaired", pa.bool_()),
-    ("weight", pa.float64()), ("hint_level", pa.string()), ("messages", pa.string()),
-])
-_PAIR_SCHEMA = pa.schema([
-    ("task_id", pa.string()), ("environment", pa.string()), ("difficulty", pa.int64()),
-    ("chosen_episode_id", pa.string()), ("rejected_episode_id", pa.string()),
-    ("prompt", pa.string()), ("chosen", pa.string()), ("rejected", pa.string()),
-])
+_ROW_SCHEMA = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("episode_id", pa.string()),
+        ("environment", pa.string()),
+        ("difficulty", pa.int64()),
+        ("train_turns", pa.list_(pa.int64())),
+        ("prompt_length", pa.int64()),
+        ("repaired", pa.bool_()),
+        ("weight", pa.float64()),
+        ("hint_level", pa.string()),
+        ("messages", pa.string()),
+    ]
+)
+_PAIR_SCHEMA = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("environment", pa.string()),
+        ("difficulty", pa.int64()),
+        ("chosen_episode_id", pa.string()),
+        ("rejected_episode_id", pa.string()),
+        ("prompt", pa.string()),
+        ("chosen", pa.string()),
+        ("rejected", pa.string()),
+    ]
+)

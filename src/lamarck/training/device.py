@@ -62,7 +62,9 @@ def cpu_has_bf16_units(flags: frozenset[str] | None = None) -> bool:
     return "amx_bf16" in (cpu_flags() if flags is None else flags)
 
 
-def choose_device(precision: Literal["auto", "fp32", "bf16"] = "auto", *, flags: frozenset[str] | None = None) -> TrainDevice:
+def choose_device(
+    precision: Literal["auto", "fp32", "bf16"] = "auto", *, flags: frozenset[str] | None = None
+) -> TrainDevice:
     import torch
 
     if torch.cuda.is_available():

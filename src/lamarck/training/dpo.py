@@ -40,11 +40,26 @@ def train_dpo(
     model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
     data = Dataset.from_list([{"prompt": p.prompt, "chosen": p.chosen, "rejected": p.rejected} for p in pairs])
     config = DPOConfig(
-        output_dir=str(work_dir), max_steps=settings.dpo_steps, learning_rate=settings.learning_rate / 4,
-        per_device_train_batch_size=max(1, settings.batch_size // 2), beta=settings.dpo_beta,
-        max_length=settings.max_length, logging_steps=1, save_strategy="steps", save_steps=settings.save_steps,
-        save_total_limit=2, report_to="none", seed=settings.seed, disable_tqdm=True, **device.trainer_kwargs(),
+        output_dir=str(work_dir),
+        max_steps=settings.dpo_steps,
+        learning_rate=settings.learning_rate / 4,
+        per_device_train_batch_size=max(1, settings.batch_size // 2),
+        beta=settings.dpo_beta,
+        max_length=settings.max_length,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        save_total_limit=2,
+        report_to="none",
+        seed=settings.seed,
+        disable_tqdm=True,
+        **device.trainer_kwargs(),
     )
-    trainer = DPOTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer,
-                         callbacks=callbacks(tensorboard_dir, on_metrics))
+    trainer = DPOTrainer(
+        model=model,
+        args=config,
+        train_dataset=data,
+        processing_class=tokenizer,
+        callbacks=callbacks(tensorboard_dir, on_metrics),
+    )
     return run_trainer(trainer, work_dir, device, "adapter")

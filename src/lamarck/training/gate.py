@@ -102,8 +102,15 @@ def compare_env(environment: str, candidate: list[bool], champion: list[bool], *
     wins, losses = paired_counts(candidate, champion)
     delta = (sum(candidate) - sum(champion)) / n if n else 0.0
     return EnvComparison(
-        environment=environment, trained=trained, n=n, candidate_passes=sum(candidate),
-        champion_passes=sum(champion), wins=wins, losses=losses, delta=delta, ok=True,
+        environment=environment,
+        trained=trained,
+        n=n,
+        candidate_passes=sum(candidate),
+        champion_passes=sum(champion),
+        wins=wins,
+        losses=losses,
+        delta=delta,
+        ok=True,
     )
 
 
@@ -117,8 +124,10 @@ def decide(
     tolerance: float = 0.05,
 ) -> GateDecision:
     """The pure decision from per-task results ``{environment: (candidate, champion)}``."""
-    comparisons = [compare_env(env, cand, champ, trained=env in trained_environments)
-                   for env, (cand, champ) in sorted(results.items())]
+    comparisons = [
+        compare_env(env, cand, champ, trained=env in trained_environments)
+        for env, (cand, champ) in sorted(results.items())
+    ]
     trained = [c for c in comparisons if c.trained]
     reasons: list[str] = []
     p_value: float | None = None
@@ -128,12 +137,16 @@ def decide(
         wins, losses = sum(c.wins for c in trained), sum(c.losses for c in trained)
         p_value = sign_test_p(wins, losses)
         if alpha <= 0.0:
-            reasons.append("the pre-registered gate looks are used up (alpha spent): raise training.gate_looks to "
-                           "plan more")
+            reasons.append(
+                "the pre-registered gate looks are used up (alpha spent): raise training.gate_looks to plan more"
+            )
         elif wins <= losses or p_value >= alpha:
-            reasons.append(f"not significantly better on its environments ({wins} wins, {losses} losses, "
-                           f"p={p_value:.3g} >= {alpha:.3g})" if wins > losses else
-                           f"not better on its environments ({wins} wins, {losses} losses)")
+            reasons.append(
+                f"not significantly better on its environments ({wins} wins, {losses} losses, "
+                f"p={p_value:.3g} >= {alpha:.3g})"
+                if wins > losses
+                else f"not better on its environments ({wins} wins, {losses} losses)"
+            )
             for c in trained:
                 c.ok = False
                 c.note = "no significant improvement"
@@ -143,10 +156,21 @@ def decide(
             c.note = f"pass rate dropped {-c.delta:.2f} > tolerance {tolerance:.2f}"
             reasons.append(f"worse on {c.environment} by {-c.delta:.2f}")
     promote = not reasons
-    reason = (f"better on {', '.join(c.environment for c in trained)} (p={p_value:.3g}) and within tolerance elsewhere"
-              if promote else "; ".join(reasons))
-    return GateDecision(candidate=candidate, champion=champion, promote=promote, reason=reason, p_value=p_value,
-                        alpha=alpha, tolerance=tolerance, environments=comparisons)
+    reason = (
+        f"better on {', '.join(c.environment for c in trained)} (p={p_value:.3g}) and within tolerance elsewhere"
+        if promote
+        else "; ".join(reasons)
+    )
+    return GateDecision(
+        candidate=candidate,
+        champion=champion,
+        promote=promote,
+        reason=reason,
+        p_value=p_value,
+        alpha=alpha,
+        tolerance=tolerance,
+        environments=comparisons,
+    )
 
 
 def run_gate(
@@ -167,8 +191,10 @@ def run_gate(
 ) -> GateDecision:
     """Evaluate both models on the same held-out tasks, decide, record, and promote if the gate passes."""
     task_sets = tasks or {env: heldout_set(env, per_level=per_level) for env in environments}
-    results = {env: (evaluator(candidate, env, task_sets[env]), evaluator(champion, env, task_sets[env]))
-               for env in environments}
+    results = {
+        env: (evaluator(candidate, env, task_sets[env]), evaluator(champion, env, task_sets[env]))
+        for env in environments
+    }
     decision = decide(candidate, champion, results, trained_environments, alpha=alpha, tolerance=tolerance)
     decision.look, decision.power = look, power
     record_decision(db, decision, results, task_sets, per_level=per_level, bus=bus)
@@ -195,18 +221,36 @@ def record_decision(
             except Exception:  # an environment without the registry (tests, plug-ins not installed)
                 digest = None
             repo.add_evaluation(
-                session, kind="gate", model_version=decision.candidate, environment=env, eval_set=set_name(env),
-                n_tasks=comparison.n, score=comparison.candidate_passes / comparison.n if comparison.n else 0.0,
-                per_task={"candidate": dict(zip(ids, cand, strict=True)), "champion": dict(zip(ids, champ, strict=True))},
+                session,
+                kind="gate",
+                model_version=decision.candidate,
+                environment=env,
+                eval_set=set_name(env),
+                n_tasks=comparison.n,
+                score=comparison.candidate_passes / comparison.n if comparison.n else 0.0,
+                per_task={
+                    "candidate": dict(zip(ids, cand, strict=True)),
+                    "champion": dict(zip(ids, champ, strict=True)),
+                },
                 decision={**payload, "environment": env, "heldout_digest": digest},
             )
-        scores = {"gate": {c.environment: {"candidate": c.candidate_passes, "champion": c.champion_passes, "n": c.n}
-                           for c in decision.environments}, "gate_p_value": decision.p_value,
-                  "gate_look": decision.look}
+        scores = {
+            "gate": {
+                c.environment: {"candidate": c.candidate_passes, "champion": c.champion_passes, "n": c.n}
+                for c in decision.environments
+            },
+            "gate_p_value": decision.p_value,
+            "gate_look": decision.look,
+        }
         registry.record_decision(session, version_id=decision.candidate, scores=scores, reason=decision.reason)
         if decision.promote:
             registry.promote(session, version_id=decision.candidate, reason=f"gate: {decision.reason}")
-    log.info("gate: %s vs %s -> %s (%s)", decision.candidate, decision.champion,
-             "promoted" if decision.promote else "kept as candidate", decision.reason)
+    log.info(
+        "gate: %s vs %s -> %s (%s)",
+        decision.candidate,
+        decision.champion,
+        "promoted" if decision.promote else "kept as candidate",
+        decision.reason,
+    )
     if bus is not None:
         bus.publish("model.gate", payload)

@@ -108,7 +108,9 @@ def count_new_episodes(container: Container, since: datetime | None) -> int:
 def prepare_dataset(container: Container, parent_version: str) -> DistillationSet:
     since = data_since(container, parent_version)
     with container.db.session() as session:
-        dataset = build_dataset(session, parent_version=parent_version, settings=container.settings.training, since=since)
+        dataset = build_dataset(
+            session, parent_version=parent_version, settings=container.settings.training, since=since
+        )
     if not dataset.rows:
         raise NoNewEpisodes(f"no new verified episodes since {parent_version}: nothing to train")
     save_dataset(dataset, container.settings.data_dir)
@@ -131,8 +133,13 @@ def sibling_datasets(container: Container, parent_version: str) -> list[set[str]
     return found
 
 
-def maybe_schedule_distillation(container: Container, send: Sender, *, bus: EventBus | None = None,
-                                check: Callable[[DistillationSet], None] | None = None) -> ScheduleResult:
+def maybe_schedule_distillation(
+    container: Container,
+    send: Sender,
+    *,
+    bus: EventBus | None = None,
+    check: Callable[[DistillationSet], None] | None = None,
+) -> ScheduleResult:
     """Queue a train job when enough new verified episodes exist since the champion and this data is untrained.
 
     A job needs rows no earlier job from the same parent trained on, at least ``min_new_row_share`` times as many as
@@ -147,8 +154,9 @@ def maybe_schedule_distillation(container: Container, send: Sender, *, bus: Even
     new = count_new_episodes(container, since)
     minimum = container.settings.training.min_new_episodes
     if new < minimum:
-        return ScheduleResult(scheduled=False, reason=f"{new} new verified episodes < {minimum}", parent_version=parent,
-                              new_episodes=new)
+        return ScheduleResult(
+            scheduled=False, reason=f"{new} new verified episodes < {minimum}", parent_version=parent, new_episodes=new
+        )
     try:
         dataset = prepare_dataset(container, parent)
     except NoNewEpisodes as exc:
@@ -156,37 +164,71 @@ def maybe_schedule_distillation(container: Container, send: Sender, *, bus: Even
     with container.db.session() as session:
         done = registry.trained_from(session, parent_id=parent, dataset_digest=dataset.digest)
     if done is not None:
-        return ScheduleResult(scheduled=False, reason=f"dataset already trained as {done.id}", parent_version=parent,
-                              new_episodes=new, dataset_digest=dataset.digest)
+        return ScheduleResult(
+            scheduled=False,
+            reason=f"dataset already trained as {done.id}",
+            parent_version=parent,
+            new_episodes=new,
+            dataset_digest=dataset.digest,
+        )
     before = refused(container, registry.candidate_id(parent, dataset.digest))
     if before is not None:
-        return ScheduleResult(scheduled=False, reason=f"dataset already trained and refused: {before.reason}",
-                              parent_version=parent, new_episodes=new, dataset_digest=dataset.digest)
+        return ScheduleResult(
+            scheduled=False,
+            reason=f"dataset already trained and refused: {before.reason}",
+            parent_version=parent,
+            new_episodes=new,
+            dataset_digest=dataset.digest,
+        )
     siblings = sibling_datasets(container, parent)
     seen = set().union(*siblings)
     fresh = sum(row.episode_id not in seen for row in dataset.rows)
     wanted = container.settings.training.min_new_row_share
     largest = max((len(rows) for rows in siblings), default=0)
     if siblings and fresh < wanted * largest:
-        return ScheduleResult(scheduled=False, parent_version=parent, new_episodes=new, dataset_digest=dataset.digest,
-                              reason=f"only {fresh} of {len(dataset.rows)} rows are new to {parent}'s jobs "
-                                     f"(< {wanted:.0%} of the {largest} rows its largest job trained on)")
+        return ScheduleResult(
+            scheduled=False,
+            parent_version=parent,
+            new_episodes=new,
+            dataset_digest=dataset.digest,
+            reason=f"only {fresh} of {len(dataset.rows)} rows are new to {parent}'s jobs "
+            f"(< {wanted:.0%} of the {largest} rows its largest job trained on)",
+        )
     if check is not None:
         try:
             check(dataset)
         except DatasetRefused as exc:
             if bus is not None:
-                bus.publish("training.dataset_refused", {"parent_version": parent, "dataset_digest": dataset.digest,
-                                                         "reason": str(exc)})
-            return ScheduleResult(scheduled=False, reason=f"dataset refused: {exc}", parent_version=parent,
-                                  new_episodes=new, dataset_digest=dataset.digest)
+                bus.publish(
+                    "training.dataset_refused",
+                    {"parent_version": parent, "dataset_digest": dataset.digest, "reason": str(exc)},
+                )
+            return ScheduleResult(
+                scheduled=False,
+                reason=f"dataset refused: {exc}",
+                parent_version=parent,
+                new_episodes=new,
+                dataset_digest=dataset.digest,
+            )
     send("lamarck.train.distill", {"parent_version": parent, "dataset_digest": dataset.digest})
     if bus is not None:
-        bus.publish("training.scheduled", {"parent_version": parent, "dataset_digest": dataset.digest,
-                                           "rows": len(dataset.rows), "pairs": len(dataset.pairs)})
-    return ScheduleResult(scheduled=True, reason=f"{len(dataset.rows)} rows from {new} new verified episodes",
-                          parent_version=parent, new_episodes=new, dataset_digest=dataset.digest,
-                          job=distill_job_key(parent, dataset.digest))
+        bus.publish(
+            "training.scheduled",
+            {
+                "parent_version": parent,
+                "dataset_digest": dataset.digest,
+                "rows": len(dataset.rows),
+                "pairs": len(dataset.pairs),
+            },
+        )
+    return ScheduleResult(
+        scheduled=True,
+        reason=f"{len(dataset.rows)} rows from {new} new verified episodes",
+        parent_version=parent,
+        new_episodes=new,
+        dataset_digest=dataset.digest,
+        job=distill_job_key(parent, dataset.digest),
+    )
 
 
 def load_or_rebuild(container: Container, parent_version: str, digest: str) -> DistillationSet:
@@ -196,13 +238,18 @@ def load_or_rebuild(container: Container, parent_version: str, digest: str) -> D
         return load_dataset(directory)
     dataset = prepare_dataset(container, parent_version)
     if dataset.digest != digest:
-        raise NoNewEpisodes(f"dataset {digest[:12]} is not on this host and the episodes now give "
-                            f"{dataset.digest[:12]}: schedule again")
+        raise NoNewEpisodes(
+            f"dataset {digest[:12]} is not on this host and the episodes now give {dataset.digest[:12]}: schedule again"
+        )
     return dataset
 
 
 def train_candidate(
-    container: Container, *, parent_version: str, dataset_digest: str, bus: EventBus | None = None,
+    container: Container,
+    *,
+    parent_version: str,
+    dataset_digest: str,
+    bus: EventBus | None = None,
     max_steps: int | None = None,
 ) -> CandidateResult:
     settings = container.settings
@@ -210,8 +257,9 @@ def train_candidate(
     with container.db.session() as session:
         existing = registry.trained_from(session, parent_id=parent_version, dataset_digest=dataset_digest)
         if existing is not None:
-            return CandidateResult(version_id=existing.id, parent_version=parent_version,
-                                   dataset_digest=dataset_digest, created=False)
+            return CandidateResult(
+                version_id=existing.id, parent_version=parent_version, dataset_digest=dataset_digest, created=False
+            )
     before = refused(container, version_id)
     if before is not None:
         raise CandidateRefused(f"{version_id} was refused before: {before.reason}")
@@ -226,26 +274,53 @@ def train_candidate(
 
     from lamarck.training.sft import train_sft
 
-    result = train_sft(base_dir=spec.base_dir, rows=dataset.rows, work_dir=work / "sft", settings=settings.training,
-                       parent_adapter=spec.adapter_dir, tensorboard_dir=tensorboard / "sft", on_metrics=sink,
-                       max_steps=max_steps)
+    result = train_sft(
+        base_dir=spec.base_dir,
+        rows=dataset.rows,
+        work_dir=work / "sft",
+        settings=settings.training,
+        parent_adapter=spec.adapter_dir,
+        tensorboard_dir=tensorboard / "sft",
+        on_metrics=sink,
+        max_steps=max_steps,
+    )
     adapter = Path(result.output_dir)
-    metrics: dict[str, Any] = {"sft": result.model_dump(mode="json"), "rows": len(dataset.rows),
-                               "pairs": len(dataset.pairs),
-                               "data_until": dataset.until.isoformat() if dataset.until else None,
-                               "environments": dataset.environments, "counts": dataset.counts(),
-                               "by_hint": dataset.by_hint()}
+    metrics: dict[str, Any] = {
+        "sft": result.model_dump(mode="json"),
+        "rows": len(dataset.rows),
+        "pairs": len(dataset.pairs),
+        "data_until": dataset.until.isoformat() if dataset.until else None,
+        "environments": dataset.environments,
+        "counts": dataset.counts(),
+        "by_hint": dataset.by_hint(),
+    }
     reason = refusal(result.validation, settings.training.refuse_rise)
     if reason is not None:
-        record_refusal(container, Refusal(version_id=version_id, parent_version=parent_version,
-                                          dataset_digest=dataset_digest, reason=reason, metrics=metrics), bus)
+        record_refusal(
+            container,
+            Refusal(
+                version_id=version_id,
+                parent_version=parent_version,
+                dataset_digest=dataset_digest,
+                reason=reason,
+                metrics=metrics,
+            ),
+            bus,
+        )
         shutil.rmtree(work, ignore_errors=True)
         raise CandidateRefused(f"{version_id}: {reason}")
     if settings.training.dpo and dataset.pairs:
         from lamarck.training.dpo import train_dpo
 
-        dpo = train_dpo(base_dir=spec.base_dir, adapter_dir=adapter, pairs=dataset.pairs, work_dir=work / "dpo",
-                        settings=settings.training, tensorboard_dir=tensorboard / "dpo", on_metrics=sink)
+        dpo = train_dpo(
+            base_dir=spec.base_dir,
+            adapter_dir=adapter,
+            pairs=dataset.pairs,
+            work_dir=work / "dpo",
+            settings=settings.training,
+            tensorboard_dir=tensorboard / "dpo",
+            on_metrics=sink,
+        )
         adapter = Path(dpo.output_dir)
         metrics["dpo"] = dpo.model_dump()
     check_adapter_loads(adapter, spec.base_dir)
@@ -254,19 +329,36 @@ def train_candidate(
         if spec.adapter_dir is None:
             registry.ensure_base_registered(session, spec.version)
         registry.register_candidate(
-            session, version_id=version_id, base=spec.base_name,
-            adapter_path=str(container.model_store.adapter_root / version_id), parent_id=parent_version,
-            dataset_digest=dataset_digest, training_metrics=metrics,
+            session,
+            version_id=version_id,
+            base=spec.base_name,
+            adapter_path=str(container.model_store.adapter_root / version_id),
+            parent_id=parent_version,
+            dataset_digest=dataset_digest,
+            training_metrics=metrics,
         )
     shutil.rmtree(work, ignore_errors=True)  # checkpoints are only for resuming; the adapter is in the store
     if bus is not None:
         validation = result.validation
-        bus.publish("model.candidate", {"version": version_id, "parent": parent_version, "digest": dataset_digest,
-                                        "first_loss": result.first_loss, "last_loss": result.last_loss,
-                                        "val_loss_start": validation.start_loss if validation else None,
-                                        "val_loss_best": validation.best_loss if validation else None})
-    return CandidateResult(version_id=version_id, parent_version=parent_version, dataset_digest=dataset_digest,
-                           created=True, metrics=metrics)
+        bus.publish(
+            "model.candidate",
+            {
+                "version": version_id,
+                "parent": parent_version,
+                "digest": dataset_digest,
+                "first_loss": result.first_loss,
+                "last_loss": result.last_loss,
+                "val_loss_start": validation.start_loss if validation else None,
+                "val_loss_best": validation.best_loss if validation else None,
+            },
+        )
+    return CandidateResult(
+        version_id=version_id,
+        parent_version=parent_version,
+        dataset_digest=dataset_digest,
+        created=True,
+        metrics=metrics,
+    )
 
 
 def check_adapter_loads(adapter_dir: Path, base_dir: Path) -> None:

@@ -58,17 +58,30 @@ class ValidationReport(BaseModel):
     kept: str = "last"  # which weights the job returns: "best" (the best checkpoint) or "last"
 
     @classmethod
-    def of(cls, *, rows: int, tasks: int, start_loss: float, evaluations: Sequence[Evaluation], planned_steps: int,
-           kept: str) -> ValidationReport:
+    def of(
+        cls,
+        *,
+        rows: int,
+        tasks: int,
+        start_loss: float,
+        evaluations: Sequence[Evaluation],
+        planned_steps: int,
+        kept: str,
+    ) -> ValidationReport:
         best = min((e for e in evaluations if math.isfinite(e.loss)), key=lambda e: e.loss, default=None)
         last = evaluations[-1] if evaluations else None
         improved = best is not None and best.loss < start_loss
         return cls(
-            rows=rows, tasks=tasks, start_loss=start_loss, evaluations=list(evaluations),
+            rows=rows,
+            tasks=tasks,
+            start_loss=start_loss,
+            evaluations=list(evaluations),
             best_loss=best.loss if improved and best is not None else start_loss,
             best_step=best.step if improved and best is not None else 0,
-            last_loss=last.loss if last is not None else start_loss, last_step=last.step if last is not None else 0,
-            stopped_early=last is not None and last.step < planned_steps, kept=kept,
+            last_loss=last.loss if last is not None else start_loss,
+            last_step=last.step if last is not None else 0,
+            stopped_early=last is not None and last.step < planned_steps,
+            kept=kept,
         )
 
 
@@ -85,11 +98,15 @@ def split_by_task(rows: Sequence[TrainingRow], share: float, *, seed: int = 0) -
     tasks = sorted({row.task_id for row in rows}, key=lambda task: task_order_key(task, seed))
     count = math.floor(share * len(tasks) + 0.5)
     if share <= 0 or count < 1 or count >= len(tasks):
-        return ValidationSplit(train=list(rows), validation=[],
-                               note=f"no validation split: {len(tasks)} tasks at share {share:g}")
+        return ValidationSplit(
+            train=list(rows), validation=[], note=f"no validation split: {len(tasks)} tasks at share {share:g}"
+        )
     held = set(tasks[:count])
-    return ValidationSplit(train=[r for r in rows if r.task_id not in held],
-                           validation=[r for r in rows if r.task_id in held], validation_tasks=sorted(held))
+    return ValidationSplit(
+        train=[r for r in rows if r.task_id not in held],
+        validation=[r for r in rows if r.task_id in held],
+        validation_tasks=sorted(held),
+    )
 
 
 def planned_steps(train_rows: int, settings: TrainingSettings) -> int:
@@ -127,13 +144,17 @@ def refusal(report: ValidationReport | None, rise_margin: float) -> str | None:
         return None
     if report.best_step == 0:
         best = min(e.loss for e in report.evaluations)
-        return (f"validation loss never fell below the parent's {report.start_loss:.4f} "
-                f"(best {best:.4f} over {len(report.evaluations)} evaluations, {report.rows} rows of "
-                f"{report.tasks} held-out tasks)")
+        return (
+            f"validation loss never fell below the parent's {report.start_loss:.4f} "
+            f"(best {best:.4f} over {len(report.evaluations)} evaluations, {report.rows} rows of "
+            f"{report.tasks} held-out tasks)"
+        )
     if report.kept == "best":
         return None
     if not math.isfinite(report.last_loss) or report.last_loss > report.start_loss * (1 + rise_margin):
-        return (f"validation loss rose to {report.last_loss:.4f} at step {report.last_step}, more than "
-                f"{rise_margin:.0%} above the parent's {report.start_loss:.4f} (best {report.best_loss:.4f} at "
-                f"step {report.best_step}), and the job keeps its last weights")
+        return (
+            f"validation loss rose to {report.last_loss:.4f} at step {report.last_step}, more than "
+            f"{rise_margin:.0%} above the parent's {report.start_loss:.4f} (best {report.best_loss:.4f} at "
+            f"step {report.best_step}), and the job keeps its last weights"
+        )
     return None

@@ -43,9 +43,15 @@ class VersionView(BaseModel):
     @classmethod
     def of(cls, version: ModelVersion) -> VersionView:
         return cls(
-            id=version.id, base=version.base, status=version.status, parent_id=version.parent_id,
-            adapter_path=version.adapter_path, dataset_digest=version.dataset_digest, reason=version.reason,
-            training_metrics=dict(version.training_metrics or {}), eval_scores=dict(version.eval_scores or {}),
+            id=version.id,
+            base=version.base,
+            status=version.status,
+            parent_id=version.parent_id,
+            adapter_path=version.adapter_path,
+            dataset_digest=version.dataset_digest,
+            reason=version.reason,
+            training_metrics=dict(version.training_metrics or {}),
+            eval_scores=dict(version.eval_scores or {}),
         )
 
 
@@ -65,8 +71,11 @@ def rollout_sampler(session: Session) -> str:
     The choice reads the development slice, never the gate's tasks, which decide promotion only.
     """
     current = champion(session)
-    better = [v for v in repo.list_model_versions(session, status="candidate")
-              if v.parent_id == current and (v.eval_scores or {}).get("dev_better") is True]
+    better = [
+        v
+        for v in repo.list_model_versions(session, status="candidate")
+        if v.parent_id == current and (v.eval_scores or {}).get("dev_better") is True
+    ]
     return better[-1].id if better else current
 
 
@@ -113,8 +122,14 @@ def register_candidate(
     if existing is None:
         ensure_not_trained(session, parent_id=parent_id, dataset_digest=dataset_digest)
     return repo.register_model_version(
-        session, version_id=version_id, base=base, adapter_path=adapter_path, parent_id=parent_id,
-        dataset_digest=dataset_digest, training_metrics=training_metrics, status="candidate",
+        session,
+        version_id=version_id,
+        base=base,
+        adapter_path=adapter_path,
+        parent_id=parent_id,
+        dataset_digest=dataset_digest,
+        training_metrics=training_metrics,
+        status="candidate",
     )
 
 
@@ -143,7 +158,9 @@ def rollback(session: Session, *, reason: str = "rolled back") -> VersionView:
         raise RegistryError(f"{current.id} has no previous champion to roll back to")
     previous = repo.get_model_version(session, version_id=previous_id)
     repo.set_model_status(session, version_id=current.id, status="candidate", reason=f"{reason} (to {previous_id})")
-    repo.set_model_status(session, version_id=previous.id, status="promoted", reason=f"restored by rollback from {current.id}")
+    repo.set_model_status(
+        session, version_id=previous.id, status="promoted", reason=f"restored by rollback from {current.id}"
+    )
     session.flush()
     log.info("registry: rolled back %s -> %s", current.id, previous.id)
     return VersionView.of(previous)

@@ -118,8 +118,11 @@ def compact_lm_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any 
     loss = F.nll_loss(log_probs, targets, reduction="sum") / torch.as_tensor(denominator).clamp(min=1)
     with torch.no_grad():  # the metrics TRL logs, from the same log-probs: one exp pass and a dot product
         flat = log_probs.detach().reshape(-1)
-        stats = {"label_count": count, "correct": (log_probs.detach().argmax(-1) == targets).sum(),
-                 "entropy_sum": -torch.dot(flat.exp(), flat)}
+        stats = {
+            "label_count": count,
+            "correct": (log_probs.detach().argmax(-1) == targets).sum(),
+            "entropy_sum": -torch.dot(flat.exp(), flat),
+        }
     return loss, stats
 
 
@@ -140,12 +143,20 @@ def _compact_head_trainer() -> Any:  # the class is built on first use: importin
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # type: ignore[no-untyped-def]
             unwrapped = self.accelerator.unwrap_model(model)
-            if (return_outputs or "labels" not in inputs or "shift_labels" in inputs
-                    or self.aux_loss_enabled or self.compute_loss_func is not None or self.label_smoother is not None
-                    or self.args.loss_type != "nll" or self.accelerator.num_processes != 1
-                    or not compact_head_supported(unwrapped)):
-                return super().compute_loss(model, inputs, return_outputs=return_outputs,
-                                            num_items_in_batch=num_items_in_batch)
+            if (
+                return_outputs
+                or "labels" not in inputs
+                or "shift_labels" in inputs
+                or self.aux_loss_enabled
+                or self.compute_loss_func is not None
+                or self.label_smoother is not None
+                or self.args.loss_type != "nll"
+                or self.accelerator.num_processes != 1
+                or not compact_head_supported(unwrapped)
+            ):
+                return super().compute_loss(
+                    model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+                )
             loss, stats = compact_lm_loss(unwrapped, inputs, num_items_in_batch)
             count = int(stats["label_count"])
             metrics = self._metrics["train" if model.training else "eval"]
@@ -173,8 +184,14 @@ def load_model(base_dir: Path, parent_adapter: Path | None, settings: TrainingSe
 
     if parent_adapter is not None:
         return PeftModel.from_pretrained(model, str(parent_adapter), is_trainable=True)
-    config = LoraConfig(r=settings.lora_rank, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
-                        target_modules=LORA_TARGETS, bias="none", task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=settings.lora_rank,
+        lora_alpha=settings.lora_alpha,
+        lora_dropout=settings.lora_dropout,
+        target_modules=LORA_TARGETS,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, config)
 
 
@@ -190,9 +207,12 @@ class Plan(BaseModel):
 def plan(settings: TrainingSettings, train_rows: int, *, validation: bool, max_steps: int | None = None) -> Plan:
     """``max_steps`` (a job's explicit override) replaces the steps planned from the data size."""
     steps = max_steps or recipe.planned_steps(train_rows, settings)
-    return Plan(steps=steps, warmup_steps=recipe.warmup_steps(steps, settings.warmup_ratio),
-                scheduler=recipe.scheduler_type(settings),
-                eval_steps=recipe.eval_every(steps, settings.evaluations) if validation else None)
+    return Plan(
+        steps=steps,
+        warmup_steps=recipe.warmup_steps(steps, settings.warmup_ratio),
+        scheduler=recipe.scheduler_type(settings),
+        eval_steps=recipe.eval_every(steps, settings.evaluations) if validation else None,
+    )
 
 
 def sft_config(work_dir: Path, settings: TrainingSettings, device: TrainDevice, job: Plan) -> Any:
@@ -201,8 +221,12 @@ def sft_config(work_dir: Path, settings: TrainingSettings, device: TrainDevice, 
     validation: dict[str, Any] = {}
     if job.eval_steps is not None:
         validation = {
-            "eval_strategy": "steps", "eval_steps": job.eval_steps, "per_device_eval_batch_size": settings.batch_size,
-            "prediction_loss_only": True, "metric_for_best_model": "eval_loss", "greater_is_better": False,
+            "eval_strategy": "steps",
+            "eval_steps": job.eval_steps,
+            "per_device_eval_batch_size": settings.batch_size,
+            "prediction_loss_only": True,
+            "metric_for_best_model": "eval_loss",
+            "greater_is_better": False,
             "load_best_model_at_end": settings.keep_best or settings.early_stopping_patience > 0,
         }
     return SFTConfig(
@@ -258,21 +282,36 @@ def train_sft(
     if held and settings.early_stopping_patience > 0:
         extra.append(EarlyStoppingCallback(early_stopping_patience=settings.early_stopping_patience))
     trainer = trainer_class(device)(
-        model=model, args=sft_config(work_dir, settings, device, job), train_dataset=Dataset.from_list(data),
-        eval_dataset=Dataset.from_list(held) if held else None, processing_class=tokenizer, callbacks=extra,
+        model=model,
+        args=sft_config(work_dir, settings, device, job),
+        train_dataset=Dataset.from_list(data),
+        eval_dataset=Dataset.from_list(held) if held else None,
+        processing_class=tokenizer,
+        callbacks=extra,
     )
     start_loss = float(trainer.evaluate()["eval_loss"]) if held else None  # the parent's, before any step
     result = run_trainer(trainer, work_dir, device, "adapter" if not settings.full_finetune else "model")
     validation = None
     if start_loss is not None:
         validation = ValidationReport.of(
-            rows=len(held), tasks=len(split.validation_tasks), start_loss=start_loss,
-            evaluations=evaluations(trainer.state.log_history), planned_steps=job.steps,
-            kept="best" if trainer.args.load_best_model_at_end else "last")
-    return result.model_copy(update={
-        "train_rows": len(data), "planned_steps": job.steps, "learning_rate": settings.learning_rate,
-        "lr_scheduler": job.scheduler, "warmup_steps": job.warmup_steps, "validation": validation,
-        "validation_note": split.note})
+            rows=len(held),
+            tasks=len(split.validation_tasks),
+            start_loss=start_loss,
+            evaluations=evaluations(trainer.state.log_history),
+            planned_steps=job.steps,
+            kept="best" if trainer.args.load_best_model_at_end else "last",
+        )
+    return result.model_copy(
+        update={
+            "train_rows": len(data),
+            "planned_steps": job.steps,
+            "learning_rate": settings.learning_rate,
+            "lr_scheduler": job.scheduler,
+            "warmup_steps": job.warmup_steps,
+            "validation": validation,
+            "validation_note": split.note,
+        }
+    )
 
 
 def evaluations(log_history: list[dict[str, Any]]) -> list[Evaluation]:
@@ -296,7 +335,9 @@ def callbacks(tensorboard_dir: Path | None, on_metrics: MetricSink | None) -> li
         class _Sink(TrainerCallback):
             def on_log(self, args, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
                 if logs:
-                    on_metrics({"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, int | float)}})
+                    on_metrics(
+                        {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, int | float)}}
+                    )
 
         found.append(_Sink())
     return found
@@ -319,8 +360,14 @@ def run_trainer(trainer: Any, work_dir: Path, device: TrainDevice, kind: str) ->
     trainer.save_model(str(out))
     tokens = int(getattr(trainer.state, "num_input_tokens_seen", 0) or 0)
     return TrainResult(
-        output_dir=str(out), steps=trainer.state.global_step, first_loss=losses[0] if losses else None,
-        last_loss=losses[-1] if losses else None, train_tokens=tokens, seconds=seconds,
-        tokens_per_second=tokens / seconds if seconds > 0 else 0.0, device=device.device,
-        precision=device.precision, resumed=resume is not None,
+        output_dir=str(out),
+        steps=trainer.state.global_step,
+        first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None,
+        train_tokens=tokens,
+        seconds=seconds,
+        tokens_per_second=tokens / seconds if seconds > 0 else 0.0,
+        device=device.device,
+        precision=device.precision,
+        resumed=resume is not None,
     )

@@ -95,8 +95,9 @@ def student_row(trajectory: Trajectory) -> StudentRow:
         for hint in hints:
             if hint and hint in message["content"]:
                 raise RowRefused("hint_in_row", "the hint text is still in the re-rendered row")
-    return StudentRow(messages=messages, train_turns=turns, prompt_length=len(opening),
-                      hint_level=hint_level(trajectory))
+    return StudentRow(
+        messages=messages, train_turns=turns, prompt_length=len(opening), hint_level=hint_level(trajectory)
+    )
 
 
 def _copied(reply: str, hints: list[str]) -> str | None:

@@ -67,8 +67,13 @@ def guarded(task: Task, key: str, kwargs: dict[str, Any], body: Callable[[Any], 
     settings = settings_of(app)
     failures = int(kwargs.get("failures", 0))
     attempt = failures + 1
-    info = {"job": key, "task": task.name, "celery_id": task.request.id, "attempt": attempt,
-            "redelivered": bool((task.request.delivery_info or {}).get("redelivered"))}
+    info = {
+        "job": key,
+        "task": task.name,
+        "celery_id": task.request.id,
+        "attempt": attempt,
+        "redelivered": bool((task.request.delivery_info or {}).get("redelivered")),
+    }
     try:
         with lease(settings, key) as lost:
             bus().publish("job.started", info)
@@ -89,7 +94,9 @@ def guarded(task: Task, key: str, kwargs: dict[str, Any], body: Callable[[Any], 
             bus().publish("job.failed", {**info, "error": _one_line(exc), "final": True, "retryable": True})
             log.error("job %s failed after %d attempts: %s", key, attempt, _one_line(exc))
             raise
-        countdown = min(settings.workers.retry_backoff_seconds * 2**failures, settings.workers.retry_backoff_max_seconds)
+        countdown = min(
+            settings.workers.retry_backoff_seconds * 2**failures, settings.workers.retry_backoff_max_seconds
+        )
         bus().publish("job.retrying", {**info, "error": _one_line(exc), "countdown": countdown})
         raise task.retry(kwargs={**kwargs, "failures": attempt}, countdown=countdown, exc=exc) from None
     bus().publish("job.succeeded", {**info, "result": result})
@@ -111,13 +118,20 @@ def distill(self: Task, parent_version: str, dataset_digest: str, failures: int 
 
     kwargs = {"parent_version": parent_version, "dataset_digest": dataset_digest, "failures": failures}
     key = distill_job_key(parent_version, dataset_digest)
-    return guarded(self, key, kwargs, lambda _lost: train_candidate(
-        container(), parent_version=parent_version, dataset_digest=dataset_digest, bus=bus()).model_dump(mode="json"))
+    return guarded(
+        self,
+        key,
+        kwargs,
+        lambda _lost: train_candidate(
+            container(), parent_version=parent_version, dataset_digest=dataset_digest, bus=bus()
+        ).model_dump(mode="json"),
+    )
 
 
 @app.task(name="lamarck.train.rehearse", bind=True, max_retries=None)
-def rehearse(self: Task, job: str, steps: int = 5, step_seconds: float = 1.0, fail: bool = False,
-             failures: int = 0) -> dict[str, Any]:
+def rehearse(
+    self: Task, job: str, steps: int = 5, step_seconds: float = 1.0, fail: bool = False, failures: int = 0
+) -> dict[str, Any]:
     """A real job with a cheap body (tests and drills): sleeps in steps, then registers a version idempotently."""
     kwargs = {"job": job, "steps": steps, "step_seconds": step_seconds, "fail": fail, "failures": failures}
 
@@ -139,8 +153,12 @@ def rehearse(self: Task, job: str, steps: int = 5, step_seconds: float = 1.0, fa
         with container().db.session() as session:
             registry.ensure_base_registered(session)
             version = registry.register_candidate(
-                session, version_id=registry.candidate_id(DEFAULT_MODEL_VERSION, job), base=DEFAULT_MODEL_VERSION,
-                adapter_path=None, parent_id=DEFAULT_MODEL_VERSION, dataset_digest=job,
+                session,
+                version_id=registry.candidate_id(DEFAULT_MODEL_VERSION, job),
+                base=DEFAULT_MODEL_VERSION,
+                adapter_path=None,
+                parent_id=DEFAULT_MODEL_VERSION,
+                dataset_digest=job,
                 training_metrics={"rehearsal": True, "pid": os.getpid()},
             )
             return {"version": version.id, "created": True}

@@ -158,8 +158,13 @@ def build_dataset(
     tasks = {task.id: task for _, task in passed}
     pairs = preference_pairs(rows, failed, tasks)
     dataset = DistillationSet(
-        parent_version=parent_version, rows=rows, pairs=pairs, since=since, until=until or latest,
-        episodes_seen=len(found), dropped=dict(dropped),
+        parent_version=parent_version,
+        rows=rows,
+        pairs=pairs,
+        since=since,
+        until=until or latest,
+        episodes_seen=len(found),
+        dropped=dict(dropped),
     )
     check_no_leak(dataset)
     dataset.digest = dataset_digest(dataset)
@@ -179,27 +184,47 @@ def episode_row(episode: Episode, task: Task, settings: TrainingSettings) -> Tra
     """The row a passed episode teaches; raises RowRefused with the reason when it teaches nothing sound."""
     trajectory = repo.episode_trajectory(episode)
     if settings.process_filter and episode.repaired_from_id is None:
-        spec = TaskSpec(environment=task.environment, difficulty=task.difficulty, prompt=task.prompt,
-                        reference=dict(task.reference or {}), metadata=dict(task.meta or {}))
+        spec = TaskSpec(
+            environment=task.environment,
+            difficulty=task.difficulty,
+            prompt=task.prompt,
+            reference=dict(task.reference or {}),
+            metadata=dict(task.meta or {}),
+        )
         problem = process_problem(spec, trajectory, episode.answer or "")
         if problem is not None:
             raise RowRefused(problem.split(":")[0], problem)
         trajectory = tidy_process(spec, trajectory)
     repaired = episode.repaired_from_id is not None
     weight = settings.repaired_weight if repaired else 1.0
-    common = {"task_id": task.id, "episode_id": episode.id, "environment": task.environment,
-              "difficulty": task.difficulty, "repaired": repaired, "weight": weight}
+    common = {
+        "task_id": task.id,
+        "episode_id": episode.id,
+        "environment": task.environment,
+        "difficulty": task.difficulty,
+        "repaired": repaired,
+        "weight": weight,
+    }
     if trajectory.messages and STUDENT_OPENING in trajectory.messages[0].meta:
         student = student_row(trajectory)
-        return TrainingRow(messages=student.messages, train_turns=student.train_turns,
-                           prompt_length=student.prompt_length, hint_level=student.hint_level, **common)
+        return TrainingRow(
+            messages=student.messages,
+            train_turns=student.train_turns,
+            prompt_length=student.prompt_length,
+            hint_level=student.hint_level,
+            **common,
+        )
     trajectory = strip_lessons(trajectory)  # recorded before the executor kept the student's opening
     turns = trained_turns(trajectory.messages)
     if not turns:
         raise RowRefused("no_own_turn", "the model wrote no accepted reply")
     messages = render_for_model(trajectory)
-    return TrainingRow(messages=[{"role": m["role"], "content": m["content"]} for m in messages], train_turns=turns,
-                       prompt_length=opening_length(trajectory), **common)
+    return TrainingRow(
+        messages=[{"role": m["role"], "content": m["content"]} for m in messages],
+        train_turns=turns,
+        prompt_length=opening_length(trajectory),
+        **common,
+    )
 
 
 def strip_lessons(trajectory: Trajectory) -> Trajectory:
@@ -231,12 +256,18 @@ def preference_pairs(
             if rejected[:cut] != prompt or cut >= len(rejected):
                 continue  # another opening (harness, few-shot) or no reply at all: not a comparable pair
             task = tasks[task_id]
-            pairs.append(PreferencePair(
-                task_id=task_id, environment=task.environment, difficulty=task.difficulty, prompt=prompt,
-                chosen=row.messages[row.prompt_length:],
-                rejected=[{"role": m["role"], "content": m["content"]} for m in rejected[cut:]],
-                chosen_episode_id=row.episode_id, rejected_episode_id=episode.id,
-            ))
+            pairs.append(
+                PreferencePair(
+                    task_id=task_id,
+                    environment=task.environment,
+                    difficulty=task.difficulty,
+                    prompt=prompt,
+                    chosen=row.messages[row.prompt_length :],
+                    rejected=[{"role": m["role"], "content": m["content"]} for m in rejected[cut:]],
+                    chosen_episode_id=row.episode_id,
+                    rejected_episode_id=episode.id,
+                )
+            )
     return pairs
 
 
@@ -268,8 +299,9 @@ def _per_task(rows: list[TrainingRow], limit: int, dropped: dict[str, int]) -> l
     return [row for row in rows if id(row) in keep]
 
 
-def _cap_anchors(rows: list[TrainingRow], anchor_levels: int, share: float, dropped: dict[str, int]
-                 ) -> list[TrainingRow]:
+def _cap_anchors(
+    rows: list[TrainingRow], anchor_levels: int, share: float, dropped: dict[str, int]
+) -> list[TrainingRow]:
     """Rows of the easy anchor levels keep what the model can already do; they may be at most ``share`` of the
     dataset, so they cannot crowd out the frontier (an earlier run trained 64 level-1 rows of 67)."""
     anchors = [row for row in rows if row.difficulty <= anchor_levels]

@@ -58,8 +58,12 @@ def test_seeded_sampling_reproducible(engine: ServingEngine) -> None:
     first = [c.text for c in engine.chat(MODEL, chat("Tell me a story."), params)]
     second = [c.text for c in engine.chat(MODEL, chat("Tell me a story."), params)]
     assert first == second
-    other = [c.text for c in engine.chat(MODEL, chat("Tell me a story."), SamplingParams(
-        max_tokens=10, temperature=1.0, top_p=0.9, seed=8, n=2))]
+    other = [
+        c.text
+        for c in engine.chat(
+            MODEL, chat("Tell me a story."), SamplingParams(max_tokens=10, temperature=1.0, top_p=0.9, seed=8, n=2)
+        )
+    ]
     assert other != first
 
 
@@ -137,8 +141,9 @@ def adapter_dir(model_store: ModelStore, tmp_path_factory: pytest.TempPathFactor
 
     torch.manual_seed(0)
     base = AutoModelForCausalLM.from_pretrained(model_store.resolve("smollm2-135m").base_dir, local_files_only=True)
-    config = LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "down_proj"],
-                        init_lora_weights=False)
+    config = LoraConfig(
+        r=4, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "down_proj"], init_lora_weights=False
+    )
     peft_model = get_peft_model(base, config)
     with torch.no_grad():  # large enough to change greedy output
         for name, param in peft_model.named_parameters():
@@ -150,8 +155,9 @@ def adapter_dir(model_store: ModelStore, tmp_path_factory: pytest.TempPathFactor
 
 
 @pytest.mark.slow
-def test_adapter_served_by_version_beside_the_base(model_store: ModelStore, engine: ServingEngine,
-                                                   adapter_dir: Path) -> None:
+def test_adapter_served_by_version_beside_the_base(
+    model_store: ModelStore, engine: ServingEngine, adapter_dir: Path
+) -> None:
     version = "test-lora-swap"
     model_store.add_adapter(version, adapter_dir, base="smollm2-135m")
     try:

@@ -52,7 +52,7 @@ def test_f32_greedy_matches_transformers(model_store: ModelStore, f32_engine: Lo
         ids = tokenizer(f32_engine.render_chat(chat(question)), add_special_tokens=False, return_tensors="pt")
         with torch.inference_mode():
             out = model.generate(**ids, max_new_tokens=16, do_sample=False, pad_token_id=tokenizer.eos_token_id)
-        expected = tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+        expected = tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
         got = f32_engine.chat(MODEL, chat(question), SamplingParams(max_tokens=16))[0].text
         assert got == expected, question
 
@@ -67,8 +67,9 @@ def test_f32_adapter_matches_peft(model_store: ModelStore, f32_engine: LocalEngi
     base_dir = model_store.resolve(MODEL).base_dir
     torch.manual_seed(1)
     model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True)
-    peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "k_proj", "o_proj",
-                                                                                     "up_proj"]))
+    peft_model = get_peft_model(
+        model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "k_proj", "o_proj", "up_proj"])
+    )
     with torch.no_grad():
         for name, param in peft_model.named_parameters():
             if "lora_B" in name:
@@ -79,13 +80,14 @@ def test_f32_adapter_matches_peft(model_store: ModelStore, f32_engine: LocalEngi
     try:
         tuned = PeftModel.from_pretrained(
             AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, local_files_only=True),
-            str(tmp_path / "adapter")).eval()
+            str(tmp_path / "adapter"),
+        ).eval()
         tokenizer = f32_engine.tokenizer
         base_text = f32_engine.chat(MODEL, chat(PROMPTS[3]), SamplingParams(max_tokens=12))[0].text
         ids = tokenizer(f32_engine.render_chat(chat(PROMPTS[3])), add_special_tokens=False, return_tensors="pt")
         with torch.inference_mode():
             out = tuned.generate(**ids, max_new_tokens=12, do_sample=False, pad_token_id=tokenizer.eos_token_id)
-        expected = tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+        expected = tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
         got = f32_engine.chat(version, chat(PROMPTS[3]), SamplingParams(max_tokens=12))[0].text
         assert got == expected and got != base_text
     finally:
@@ -102,8 +104,10 @@ def test_int8_and_f32_agree_on_a_fixed_task_set(local_engine: LocalEngine, f32_e
     rng = random.Random(5)
     tasks = [env.generate(level, rng) for level in (1, 1, 2, 2, 3) for _ in range(4)]
     params = SamplingParams(max_tokens=48, stop=["<|im_end|>"])
-    conversations = [[{"role": "system", "content": "Solve it. End with 'The answer is N.'"},
-                      {"role": "user", "content": t.prompt}] for t in tasks]
+    conversations = [
+        [{"role": "system", "content": "Solve it. End with 'The answer is N.'"}, {"role": "user", "content": t.prompt}]
+        for t in tasks
+    ]
     q8 = [c[0].text for c in local_engine.chat_batch(MODEL, conversations, params)]
     f32 = [c[0].text for c in f32_engine.chat_batch(MODEL, conversations, params)]
     verdicts = [(env.verify(t, a).passed, env.verify(t, b).passed) for t, a, b in zip(tasks, q8, f32, strict=True)]
@@ -166,7 +170,8 @@ def test_a_prompt_longer_than_a_slot_is_refused(model_store: ModelStore) -> None
 
 @pytest.mark.slow
 def test_a_broken_adapter_file_fails_its_version_and_the_base_keeps_serving(
-        model_store: ModelStore, local_engine: LocalEngine, tmp_path: Path) -> None:
+    model_store: ModelStore, local_engine: LocalEngine, tmp_path: Path
+) -> None:
     version = "test-broken-gguf"
     model_store.add_adapter(version, _tiny_adapter(model_store, tmp_path), base=MODEL)
     try:
@@ -194,7 +199,11 @@ def test_a_finished_rows_slot_is_kept_for_its_episodes_next_step(model_store: Mo
         first_turn = chat("Name three colors.")
         first = engine.chat(MODEL, first_turn, SamplingParams(max_tokens=16))[0]
         engine.chat(MODEL, chat("Write a haiku about autumn leaves."), SamplingParams(max_tokens=16))  # in between
-        follow_up = [*first_turn, {"role": "assistant", "content": first.text}, {"role": "user", "content": "Two more?"}]
+        follow_up = [
+            *first_turn,
+            {"role": "assistant", "content": first.text},
+            {"role": "user", "content": "Two more?"},
+        ]
         before = engine.prefix_stats["reused_tokens"]
         engine.chat(MODEL, follow_up, SamplingParams(max_tokens=4))
         reused = engine.prefix_stats["reused_tokens"] - before

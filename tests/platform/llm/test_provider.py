@@ -5,8 +5,8 @@ import asyncio
 import litellm
 import pytest
 
-from lamarck.platform.llm.serving import ServingEngine as LocalEngine
 from lamarck.platform.llm.provider import register_local_provider
+from lamarck.platform.llm.serving import ServingEngine as LocalEngine
 
 MESSAGES = [{"role": "user", "content": "Name three colors."}]
 
@@ -27,8 +27,9 @@ def test_completion_greedy() -> None:
 
 
 def test_params_honoured() -> None:
-    kwargs = dict(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=6, temperature=1.0, top_p=0.9,
-                  seed=11, n=2)
+    kwargs = dict(
+        model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=6, temperature=1.0, top_p=0.9, seed=11, n=2
+    )
     first = litellm.completion(**kwargs)
     second = litellm.completion(**kwargs)
     assert len(first.choices) == 2

@@ -11,8 +11,8 @@ import openai
 import pytest
 import uvicorn
 
-from lamarck.platform.llm.serving import ServingEngine as LocalEngine
 from lamarck.platform.llm.server import create_app
+from lamarck.platform.llm.serving import ServingEngine as LocalEngine
 
 MESSAGES = [{"role": "user", "content": "Name three colors."}]
 
@@ -50,12 +50,14 @@ def test_chat_completion(client: openai.OpenAI) -> None:
 
 
 def test_stop_after_extension(client: openai.OpenAI) -> None:
-    response = client.chat.completions.create(model="smollm2-135m", messages=MESSAGES, max_tokens=16,
-                                              extra_body={"stop_after": ["Red"]})
+    response = client.chat.completions.create(
+        model="smollm2-135m", messages=MESSAGES, max_tokens=16, extra_body={"stop_after": ["Red"]}
+    )
     assert response.choices[0].message.content.endswith("Red") and response.choices[0].finish_reason == "stop"
     with pytest.raises(openai.BadRequestError, match="stop_after.0. is not a valid regular expression"):
-        client.chat.completions.create(model="smollm2-135m", messages=MESSAGES, max_tokens=4,
-                                       extra_body={"stop_after": ["(unclosed"]})
+        client.chat.completions.create(
+            model="smollm2-135m", messages=MESSAGES, max_tokens=4, extra_body={"stop_after": ["(unclosed"]}
+        )
 
 
 def test_streaming(client: openai.OpenAI) -> None:
@@ -68,8 +70,9 @@ def test_streaming(client: openai.OpenAI) -> None:
 
 
 def test_litellm_openai_provider(base_url: str) -> None:
-    response = litellm.completion(model="openai/smollm2-135m", api_base=base_url, api_key="unused",
-                                  messages=MESSAGES, max_tokens=16)
+    response = litellm.completion(
+        model="openai/smollm2-135m", api_base=base_url, api_key="unused", messages=MESSAGES, max_tokens=16
+    )
     assert "Red" in response.choices[0].message.content
 
 
@@ -82,6 +85,7 @@ def test_bad_request_400(base_url: str) -> None:
     response = httpx.post(f"{base_url}/chat/completions", json={"model": "smollm2-135m", "messages": []})
     assert response.status_code == 400
     assert "messages" in response.json()["error"]["message"]
-    response = httpx.post(f"{base_url}/chat/completions",
-                          json={"model": "smollm2-135m", "messages": MESSAGES, "temperature": -1})
+    response = httpx.post(
+        f"{base_url}/chat/completions", json={"model": "smollm2-135m", "messages": MESSAGES, "temperature": -1}
+    )
     assert response.status_code == 400

@@ -103,8 +103,20 @@ def test_model_versions_register_promote_and_retire(db: Database) -> None:
 
 def test_llm_calls_and_usage(db: Database) -> None:
     with db.session() as session:
-        repo.record_llm_call(session, role="executor", model="m", prompt_tokens=10, completion_tokens=5, latency_s=0.1, run_id="r1")
-        repo.record_llm_call(session, role="critic", model="m", prompt_tokens=3, completion_tokens=2, latency_s=0.1, run_id="r1", ok=False, error="boom")
+        repo.record_llm_call(
+            session, role="executor", model="m", prompt_tokens=10, completion_tokens=5, latency_s=0.1, run_id="r1"
+        )
+        repo.record_llm_call(
+            session,
+            role="critic",
+            model="m",
+            prompt_tokens=3,
+            completion_tokens=2,
+            latency_s=0.1,
+            run_id="r1",
+            ok=False,
+            error="boom",
+        )
         repo.record_llm_call(session, role="critic", model="m", prompt_tokens=100, completion_tokens=2, latency_s=0.1)
     with db.session() as session:
         usage = repo.llm_usage(session, run_id="r1")

@@ -56,8 +56,10 @@ def solution_hint(task: TaskSpec, share: float) -> str | None:
     if share >= 1.0:  # the call itself: a small model told "the value of X" tends to state a number, not compute it
         # The call ends the hint: with " - then finish ..." after it, the model copied that tail into the call
         # (`CALL calculator: 3 - 1 - then finish with the answer`), and the calculator refused it.
-        return (f"The answer is the value of {expression}. Compute it with the tool, then finish with ANSWER: and "
-                f"the number the tool returns: CALL calculator: {expression}")
+        return (
+            f"The answer is the value of {expression}. Compute it with the tool, then finish with ANSWER: and "
+            f"the number the tool returns: CALL calculator: {expression}"
+        )
     try:
         root = ast.parse(expression, mode="eval").body
     except SyntaxError:
@@ -68,8 +70,10 @@ def solution_hint(task: TaskSpec, share: float) -> str | None:
     if part is None:
         first = _leftmost_number(root)
         return f"Start with {first}; the problem needs {steps} operation{'s' if steps != 1 else ''} on it."
-    return (f"Start with ({_render(part)}), then continue with the remaining steps, all in one calculator call "
-            f"that begins CALL calculator: ({_render(part)})")
+    return (
+        f"Start with ({_render(part)}), then continue with the remaining steps, all in one calculator call "
+        f"that begins CALL calculator: ({_render(part)})"
+    )
 
 
 def expression_key(expression: str) -> str:

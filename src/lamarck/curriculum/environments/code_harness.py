@@ -118,7 +118,7 @@ def _events(stdout: str, nonce: str) -> list[dict[str, Any]]:
     for line in stdout.splitlines():
         if line.startswith(nonce):
             try:
-                events.append(json.loads(line[len(nonce):]))
+                events.append(json.loads(line[len(nonce) :]))
             except json.JSONDecodeError:
                 logger.debug("unreadable harness line: %r", line[:200])
     return events

@@ -42,8 +42,14 @@ class BatchRunner:
     min_shared_prefix = 16  # tokens; a shorter common prefix is not worth a separate forward
     draft_tokens = 7  # speculative tokens per verification forward at batch 1 (0: off)
 
-    def __init__(self, runner: LlamaRunner, decode: Callable[[list[int]], str], eos_ids: set[int], pad_id: int,
-                 max_positions: int) -> None:
+    def __init__(
+        self,
+        runner: LlamaRunner,
+        decode: Callable[[list[int]], str],
+        eos_ids: set[int],
+        pad_id: int,
+        max_positions: int,
+    ) -> None:
         self.runner = runner
         self.decode = decode
         self.eos_ids = eos_ids
@@ -71,8 +77,8 @@ class BatchRunner:
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         valid = torch.zeros(len(prompts), width, dtype=torch.bool)
         for i, prompt in enumerate(prompts):
-            ids[i, width - len(prompt) + shared:] = torch.tensor(prompt[shared:])
-            valid[i, width - len(prompt) + shared:] = True
+            ids[i, width - len(prompt) + shared :] = torch.tensor(prompt[shared:])
+            valid[i, width - len(prompt) + shared :] = True
         positions = (valid.long().cumsum(1) - 1).clamp_(min=0) + shared
         logits = self.runner.forward(ids, positions, cache, lora, token_valid=valid)
         if len(prompts) < len(rows):
@@ -90,7 +96,7 @@ class BatchRunner:
         while True:
             tokens = choose_tokens(logits, [rows[i].sampler for i in active])
             keep: list[int] = []
-            for slot, (i, token) in enumerate(zip(active, tokens)):
+            for slot, (i, token) in enumerate(zip(active, tokens, strict=True)):
                 if not self._advance(rows[i], token, budget[i]):
                     keep.append(slot)
             if not keep:
@@ -103,7 +109,9 @@ class BatchRunner:
                 active = [active[s] for s in keep]
             if len(active) == 1 and rows[active[0]].sampler.greedy and self.draft_tokens and backoff.ready():
                 row = rows[active[0]]
-                guess = draft(row.prompt_ids + row.generated, min(self.draft_tokens, budget[active[0]] - len(row.generated) - 1))
+                guess = draft(
+                    row.prompt_ids + row.generated, min(self.draft_tokens, budget[active[0]] - len(row.generated) - 1)
+                )
                 if guess:
                     verified = self._speculate(row, tokens[0], guess, budget[active[0]], next_pos, cache, lora)
                     if verified is None:
@@ -115,8 +123,16 @@ class BatchRunner:
             logits = self.runner.forward(torch.tensor(tokens)[:, None], next_pos[:, None], cache, lora)
             next_pos += 1
 
-    def _speculate(self, row: Row, token: int, guess: list[int], budget: int, next_pos: torch.Tensor,
-                   cache: KVCache, lora: LoraWeights | None) -> tuple[int, torch.Tensor] | None:
+    def _speculate(
+        self,
+        row: Row,
+        token: int,
+        guess: list[int],
+        budget: int,
+        next_pos: torch.Tensor,
+        cache: KVCache,
+        lora: LoraWeights | None,
+    ) -> tuple[int, torch.Tensor] | None:
         """Score ``token`` + ``guess`` in one forward; add the accepted guess tokens to the row. Returns (accepted,
         logits after the last accepted token), or None when the row finished."""
         start = cache.length
@@ -125,14 +141,14 @@ class BatchRunner:
         logits = self.runner.forward(torch.tensor([[token, *guess]]), positions, cache, lora, all_logits=True)[0]
         predicted = logits.argmax(-1).tolist()
         accepted = 0
-        for guessed, wanted in zip(guess, predicted):
+        for guessed, wanted in zip(guess, predicted, strict=False):
             if guessed != wanted:
                 break
             accepted += 1
             if self._advance(row, guessed, budget):
                 return None
         cache.length = start + 1 + accepted
-        return accepted, logits[accepted:accepted + 1]
+        return accepted, logits[accepted : accepted + 1]
 
     def _advance(self, row: Row, token: int, budget: int) -> bool:
         """Add a token to a row; return True when the row is finished (and delivered)."""
@@ -155,13 +171,15 @@ class BatchRunner:
         if not (row.params.watches_text or row.stream is not None):
             row.text = self.decode(row.generated)
         self._emit(row, final=True)
-        row.deliver(Completion(
-            text=row.text,
-            finish_reason=row.finish_reason,  # type: ignore[arg-type]
-            prompt_tokens=len(row.prompt_ids),
-            completion_tokens=len(row.generated) + int(row.hit_eos),
-            latency_s=time.perf_counter() - row.submitted,
-        ))
+        row.deliver(
+            Completion(
+                text=row.text,
+                finish_reason=row.finish_reason,  # type: ignore[arg-type]
+                prompt_tokens=len(row.prompt_ids),
+                completion_tokens=len(row.generated) + int(row.hit_eos),
+                latency_s=time.perf_counter() - row.submitted,
+            )
+        )
         return True
 
     @staticmethod

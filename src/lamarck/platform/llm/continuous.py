@@ -110,9 +110,15 @@ class StepRecord:
 
 
 class ContinuousBatcher:
-    def __init__(self, context: LlamaContext, *, use_version: Callable[[str], None],
-                 decode_text: Callable[[list[int]], str], eos_ids: set[int],
-                 release: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        context: LlamaContext,
+        *,
+        use_version: Callable[[str], None],
+        decode_text: Callable[[list[int]], str],
+        eos_ids: set[int],
+        release: Callable[[str], None] | None = None,
+    ) -> None:
         self.context = context
         self.use_version = use_version
         self.release = release
@@ -217,16 +223,24 @@ class ContinuousBatcher:
     def _step(self, version: str) -> None:
         self._step_count += 1
         self.use_version(version)
-        decoding = [r for r in self._active
-                    if r.slot is not None and r.slot.version == version and r.pending is not None]
+        decoding = [
+            r for r in self._active if r.slot is not None and r.slot.version == version and r.pending is not None
+        ]
         self._admit(version, self.context.batch_tokens - len(decoding))
-        prefilling = [r for r in self._active if r.slot is not None and r.slot.version == version
-                      and r.pending is None and not r.follows and r.fed < len(r.prompt)]
+        prefilling = [
+            r
+            for r in self._active
+            if r.slot is not None
+            and r.slot.version == version
+            and r.pending is None
+            and not r.follows
+            and r.fed < len(r.prompt)
+        ]
         room = self.context.batch_tokens - len(decoding)
         chunks: list[tuple[Row, list[int]]] = [(r, [r.pending]) for r in decoding if r.pending is not None]
         prefill = 0
         for row in prefilling:
-            chunk = row.prompt[row.fed: row.fed + room]
+            chunk = row.prompt[row.fed : row.fed + room]
             if not chunk:
                 break
             chunks.append((row, chunk))
@@ -404,13 +418,15 @@ class ContinuousBatcher:
         _emit(row, final=True)
         self._release(row)
         if not row.future.done():
-            row.future.set_result(Completion(
-                text=row.text,
-                finish_reason=row.finish_reason,  # type: ignore[arg-type]
-                prompt_tokens=len(row.prompt),
-                completion_tokens=len(row.generated) + int(row.hit_eos),
-                latency_s=time.perf_counter() - row.submitted,
-            ))
+            row.future.set_result(
+                Completion(
+                    text=row.text,
+                    finish_reason=row.finish_reason,  # type: ignore[arg-type]
+                    prompt_tokens=len(row.prompt),
+                    completion_tokens=len(row.generated) + int(row.hit_eos),
+                    latency_s=time.perf_counter() - row.submitted,
+                )
+            )
 
     def _fail_version(self, version: str, exc: BaseException) -> None:
         for row in [r for r in self._active if r.slot is not None and r.slot.version == version]:

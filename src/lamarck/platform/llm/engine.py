@@ -31,13 +31,15 @@ __all__ = ["Completion", "EngineClosedError", "LocalEngine", "SamplingParams"]
 
 
 class LocalEngine(EngineFrontEnd):
-    def __init__(self, store: ModelStore, settings: EngineSettings | None = None,
-                 base: str = DEFAULT_MODEL_VERSION) -> None:
+    def __init__(
+        self, store: ModelStore, settings: EngineSettings | None = None, base: str = DEFAULT_MODEL_VERSION
+    ) -> None:
         self.store = store
         self.settings = settings or EngineSettings()
         if self.settings.device != "cpu":
-            raise ValueError(f"the local engine runs on cpu only, not {self.settings.device!r}: "
-                             "set engine.device = 'cpu'")
+            raise ValueError(
+                f"the local engine runs on cpu only, not {self.settings.device!r}: set engine.device = 'cpu'"
+            )
         spec = store.resolve(base)
         if spec.adapter_dir is not None:
             raise ModelStoreError(f"{base!r} is an adapter, not a base model: pass a base model version")
@@ -48,13 +50,22 @@ class LocalEngine(EngineFrontEnd):
         self.tokenizer = _tokenizer(spec.base_dir)
         self.model = LlamaModel(base_gguf(spec, self.format))
         threads = self.settings.threads or os.cpu_count() or 1
-        self.context = LlamaContext(self.model, sequences=self.settings.slots,
-                                    tokens_per_sequence=self.settings.slot_tokens,
-                                    batch_tokens=self.settings.batch_tokens, threads=threads)
+        self.context = LlamaContext(
+            self.model,
+            sequences=self.settings.slots,
+            tokens_per_sequence=self.settings.slot_tokens,
+            batch_tokens=self.settings.batch_tokens,
+            threads=threads,
+        )
         self._adapters: dict[str, object | None] = {self.base: None}
         self._adapter_lock = threading.Lock()
-        self._batcher = ContinuousBatcher(self.context, use_version=self._use_version, decode_text=self._decode,
-                                          eos_ids=_eos_ids(self.tokenizer, spec.base_dir), release=self._release)
+        self._batcher = ContinuousBatcher(
+            self.context,
+            use_version=self._use_version,
+            decode_text=self._decode,
+            eos_ids=_eos_ids(self.tokenizer, spec.base_dir),
+            release=self._release,
+        )
         self.setup_seconds = time.perf_counter() - started
 
     # ---- public API --------------------------------------------------------------------------
@@ -100,8 +111,9 @@ class LocalEngine(EngineFrontEnd):
         if spec.adapter_dir is not None:
             adapter_gguf(spec)
 
-    def _submit(self, model: str, prompt: str, params: SamplingParams,
-                stream: queue.Queue[str | None] | None = None) -> list[Future[Completion]]:
+    def _submit(
+        self, model: str, prompt: str, params: SamplingParams, stream: queue.Queue[str | None] | None = None
+    ) -> list[Future[Completion]]:
         version = strip_prefix(model)
         self._check(version)
         ids = self._encode(prompt)
@@ -109,8 +121,9 @@ class LocalEngine(EngineFrontEnd):
             raise ValueError("prompt is empty")
         room = self.context.tokens_per_sequence
         if len(ids) >= room:
-            raise ValueError(f"prompt has {len(ids)} tokens; this engine's slots hold at most {room - 1} "
-                             "(raise engine.slot_tokens)")
+            raise ValueError(
+                f"prompt has {len(ids)} tokens; this engine's slots hold at most {room - 1} (raise engine.slot_tokens)"
+            )
         if params.n > self.context.sequences:
             raise ValueError(f"n={params.n} is more than the engine's {self.context.sequences} slots (engine.slots)")
         now = time.perf_counter()

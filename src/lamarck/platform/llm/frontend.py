@@ -18,8 +18,9 @@ class EngineFrontEnd:
     tokenizer: object  # a transformers tokenizer, shared by threads under ``_tokenizer_lock``
     _tokenizer_lock: threading.Lock
 
-    def _submit(self, model: str, prompt: str, params: SamplingParams,
-                stream: queue.Queue[str | None] | None = None) -> list[Future[Completion]]:
+    def _submit(
+        self, model: str, prompt: str, params: SamplingParams, stream: queue.Queue[str | None] | None = None
+    ) -> list[Future[Completion]]:
         raise NotImplementedError
 
     def versions(self) -> list[str]:
@@ -28,8 +29,9 @@ class EngineFrontEnd:
     def chat(self, model: str, messages: list[dict], params: SamplingParams | None = None) -> list[Completion]:
         return self.chat_batch(model, [messages], params)[0]
 
-    def chat_batch(self, model: str, conversations: list[list[dict]],
-                   params: SamplingParams | None = None) -> list[list[Completion]]:
+    def chat_batch(
+        self, model: str, conversations: list[list[dict]], params: SamplingParams | None = None
+    ) -> list[list[Completion]]:
         return self.generate(model, [self.render_chat(c) for c in conversations], params)
 
     def generate(self, model: str, prompts: list[str], params: SamplingParams | None = None) -> list[list[Completion]]:
@@ -37,8 +39,9 @@ class EngineFrontEnd:
         futures = [self._submit(model, prompt, params) for prompt in prompts]
         return [[f.result() for f in group] for group in futures]
 
-    def stream_chat(self, model: str, messages: list[dict], params: SamplingParams | None = None
-                    ) -> tuple[Iterator[str], Future[Completion]]:
+    def stream_chat(
+        self, model: str, messages: list[dict], params: SamplingParams | None = None
+    ) -> tuple[Iterator[str], Future[Completion]]:
         """Text deltas as they are generated (n must be 1), and the final completion."""
         params = params or SamplingParams()
         if params.n != 1:
@@ -59,7 +62,8 @@ class EngineFrontEnd:
             raise ValueError("messages must not be empty")
         with self._tokenizer_lock:
             return self.tokenizer.apply_chat_template(  # type: ignore[attr-defined]
-                clean, tokenize=False, add_generation_prompt=True)
+                clean, tokenize=False, add_generation_prompt=True
+            )
 
     def count_tokens(self, text: str) -> int:
         return len(self._encode(text))

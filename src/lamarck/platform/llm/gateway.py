@@ -169,7 +169,18 @@ class LLMGateway:
             attempts=attempts,
             raw=response,
         )
-        self._record(role, route.model, prompt_tokens, completion_tokens, latency, result.cost_usd, attempts, None, run_id, episode_id)
+        self._record(
+            role,
+            route.model,
+            prompt_tokens,
+            completion_tokens,
+            latency,
+            result.cost_usd,
+            attempts,
+            None,
+            run_id,
+            episode_id,
+        )
         return result
 
     def _failed(

@@ -31,8 +31,13 @@ ServingFormat = Literal["q8_0", "f32"]
 ADAPTER_FILE = "adapter.gguf"
 _FTYPES = {"f32": 0, "q8_0": 7}  # llama_ftype: LLAMA_FTYPE_ALL_F32, LLAMA_FTYPE_MOSTLY_Q8_0
 _PROJECTIONS = {
-    "q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
-    "gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down",
+    "q_proj": "attn_q",
+    "k_proj": "attn_k",
+    "v_proj": "attn_v",
+    "o_proj": "attn_output",
+    "gate_proj": "ffn_gate",
+    "up_proj": "ffn_up",
+    "down_proj": "ffn_down",
 }
 _LORA_KEY = re.compile(
     r"layers\.(\d+)\.(?:self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)\.lora_([AB])\.weight$"

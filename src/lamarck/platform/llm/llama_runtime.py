@@ -75,8 +75,17 @@ class LlamaModel:
 class LlamaContext:
     """One llama.cpp context: a KV cache of ``sequences`` streams of ``tokens_per_sequence`` cells each."""
 
-    def __init__(self, model: LlamaModel, *, sequences: int, tokens_per_sequence: int, batch_tokens: int,
-                 threads: int, unified: bool = False, flash_attention: bool = True) -> None:
+    def __init__(
+        self,
+        model: LlamaModel,
+        *,
+        sequences: int,
+        tokens_per_sequence: int,
+        batch_tokens: int,
+        threads: int,
+        unified: bool = False,
+        flash_attention: bool = True,
+    ) -> None:
         import llama_cpp
 
         params = llama_cpp.llama_context_default_params()
@@ -88,8 +97,9 @@ class LlamaContext:
         params.n_threads_batch = threads
         params.kv_unified = unified
         params.no_perf = True
-        params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attention
-                                  else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        params.flash_attn_type = (
+            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attention else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
         self.model = model
         self.sequences = sequences
         self.tokens_per_sequence = tokens_per_sequence
@@ -133,8 +143,9 @@ class LlamaContext:
             raise ModelStoreError(f"llama.cpp refused the adapter (status {status}): it does not fit this base model")
         self._adapter = adapter
 
-    def decode(self, tokens: list[int], positions: list[int], sequences: list[int],
-               outputs: list[int]) -> list[np.ndarray]:
+    def decode(
+        self, tokens: list[int], positions: list[int], sequences: list[int], outputs: list[int]
+    ) -> list[np.ndarray]:
         """Run one batch; returns the logits [vocab] of each batch row in ``outputs``: views into llama.cpp's buffer,
         valid until the next decode."""
         import llama_cpp
@@ -155,8 +166,10 @@ class LlamaContext:
         if status != 0:
             raise DecodeError(status)
         vocab = self.model.n_vocab
-        return [np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.pointer, index), shape=(vocab,))
-                for index in outputs]
+        return [
+            np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.pointer, index), shape=(vocab,))
+            for index in outputs
+        ]
 
     def remove(self, sequence: int, start: int = 0) -> None:
         """Forget ``sequence``'s cells from position ``start`` on."""

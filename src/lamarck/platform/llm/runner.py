@@ -32,7 +32,9 @@ import torch.nn.functional as F
 
 log = logging.getLogger(__name__)
 
-_LORA_KEY = re.compile(r"layers\.(\d+)\.(?:self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)\.lora_([AB])\.weight$")
+_LORA_KEY = re.compile(
+    r"layers\.(\d+)\.(?:self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)\.lora_([AB])\.weight$"
+)
 
 
 class UnsupportedModelError(ValueError):
@@ -91,6 +93,7 @@ GEMM_MIN_ROWS = 4  # from here on MKL runs a gemm kernel (and F.linear over [out
 class LlamaRunner:
     # forwards with fewer rows (batch * steps) always run on one thread: MKL's small-row kernels gain nothing from two
     single_thread_rows = 8
+
     def __init__(self, model: torch.nn.Module, threads: int | None = None) -> None:
         config = model.config
         if config.model_type not in ("llama", "mistral", "qwen2") or getattr(config, "attention_bias", False):
@@ -123,14 +126,16 @@ class LlamaRunner:
             qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach().float().contiguous()
             o = attn.o_proj.weight.detach().float().contiguous()
             gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach().float().contiguous()
-            self.layers.append({
-                "ln1": layer.input_layernorm.weight.detach().float(),
-                "ln2": layer.post_attention_layernorm.weight.detach().float(),
-                "qkv": (qkv.t().contiguous(), qkv),
-                "o": (o.t().contiguous(), o),
-                "gate_up": (gate_up.t().contiguous(), gate_up),
-                "down": (mlp.down_proj.weight.detach().float().t().contiguous(), None),
-            })
+            self.layers.append(
+                {
+                    "ln1": layer.input_layernorm.weight.detach().float(),
+                    "ln2": layer.post_attention_layernorm.weight.detach().float(),
+                    "qkv": (qkv.t().contiguous(), qkv),
+                    "o": (o.t().contiguous(), o),
+                    "gate_up": (gate_up.t().contiguous(), gate_up),
+                    "down": (mlp.down_proj.weight.detach().float().t().contiguous(), None),
+                }
+            )
 
     @property
     def num_layers(self) -> int:
@@ -149,8 +154,13 @@ class LlamaRunner:
         return F.rms_norm(x, (x.shape[-1],), weight, self.eps)
 
     @staticmethod
-    def _proj(x: torch.Tensor, w: tuple[torch.Tensor, torch.Tensor | None], lora: dict | None,
-              slices: dict[str, slice] | None, name: str) -> torch.Tensor:
+    def _proj(
+        x: torch.Tensor,
+        w: tuple[torch.Tensor, torch.Tensor | None],
+        lora: dict | None,
+        slices: dict[str, slice] | None,
+        name: str,
+    ) -> torch.Tensor:
         w_t, w_out_in = w
         y = F.linear(x, w_out_in) if w_out_in is not None and x.shape[0] >= GEMM_MIN_ROWS else x @ w_t
         if lora:
@@ -213,12 +223,12 @@ class LlamaRunner:
             adapter = lora.layers[index] if lora is not None else None
             x = self._norm(hidden, layer["ln1"])
             qkv = self._proj(x, layer["qkv"], adapter, self.qkv_slices, "qkv")
-            qk = qkv[:, :q_dim + kv_dim].view(batch * steps, heads + kv, dim)
+            qk = qkv[:, : q_dim + kv_dim].view(batch * steps, heads + kv, dim)
             swapped = qk.unflatten(-1, (2, half)).flip(-2).flatten(-2)
             qk = (qk * cos + swapped * sin).view(batch, steps, heads + kv, dim)
             q = qk[:, :, :heads].transpose(1, 2)
             cache.keys[index][:, :, start:end] = qk[:, :, heads:].transpose(1, 2)
-            cache.values[index][:, :, start:end] = qkv[:, q_dim + kv_dim:].view(batch, steps, kv, dim).transpose(1, 2)
+            cache.values[index][:, :, start:end] = qkv[:, q_dim + kv_dim :].view(batch, steps, kv, dim).transpose(1, 2)
             attn = F.scaled_dot_product_attention(
                 q, cache.keys[index][:, :, :end], cache.values[index][:, :, :end], attn_mask=mask, enable_gqa=True
             )

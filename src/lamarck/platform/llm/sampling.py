@@ -97,4 +97,4 @@ class RowSampler:
 def choose_tokens(logits: torch.Tensor, samplers: list[RowSampler]) -> list[int]:
     """Batch argmax for greedy rows, per-row sampling for the rest."""
     greedy = logits.argmax(-1).tolist()
-    return [g if s.greedy else s.choose(logits[i]) for i, (g, s) in enumerate(zip(greedy, samplers))]
+    return [g if s.greedy else s.choose(logits[i]) for i, (g, s) in enumerate(zip(greedy, samplers, strict=True))]

@@ -1,4 +1,5 @@
-"""An OpenAI-compatible HTTP server over the local engine: ``/v1/chat/completions`` (streaming or not), ``/v1/models``."""
+"""An OpenAI-compatible HTTP server over the local engine: ``/v1/chat/completions`` (streaming or not) and
+``/v1/models``."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from lamarck.platform.llm.serving import ServingEngine
 from lamarck.platform.llm.model_store import ModelStoreError, strip_prefix
 from lamarck.platform.llm.sampling import SamplingParams
+from lamarck.platform.llm.serving import ServingEngine
 
 
 class ChatMessage(BaseModel):
@@ -33,8 +34,9 @@ class ChatRequest(BaseModel):
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     seed: int | None = None
     stop: str | list[str] | None = None
-    stop_after: str | list[str] | None = Field(None, description="Lamarck extension: regular expressions; the reply "
-                                               "ends with the first match, which is kept")
+    stop_after: str | list[str] | None = Field(
+        None, description="Lamarck extension: regular expressions; the reply ends with the first match, which is kept"
+    )
     n: int = Field(1, ge=1, le=64)
     stream: bool = False
 
@@ -57,7 +59,10 @@ def _params(body: ChatRequest) -> SamplingParams:
             max_tokens=body.max_tokens or body.max_completion_tokens or 256,
             temperature=body.temperature if body.temperature is not None else 0.0,
             top_p=body.top_p if body.top_p is not None else 1.0,
-            seed=body.seed, stop=stop, stop_after=stop_after, n=body.n,
+            seed=body.seed,
+            stop=stop,
+            stop_after=stop_after,
+            n=body.n,
         )
     except ValueError as exc:
         raise ApiError(400, str(exc)) from exc
@@ -85,9 +90,10 @@ def create_app(engine: ServingEngine) -> FastAPI:
     @app.get("/v1/models")
     async def models() -> dict:
         now = int(time.time())
-        return {"object": "list", "data": [
-            {"id": v, "object": "model", "created": now, "owned_by": "lamarck"} for v in engine.versions()
-        ]}
+        return {
+            "object": "list",
+            "data": [{"id": v, "object": "model", "created": now, "owned_by": "lamarck"} for v in engine.versions()],
+        }
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(body: ChatRequest) -> JSONResponse | StreamingResponse:
@@ -98,8 +104,9 @@ def create_app(engine: ServingEngine) -> FastAPI:
         if body.stream:
             if params.n != 1:
                 raise ApiError(400, "stream=true supports n=1 only")
-            return StreamingResponse(_stream(engine, version, messages, params, ident, created),
-                                     media_type="text/event-stream")
+            return StreamingResponse(
+                _stream(engine, version, messages, params, ident, created), media_type="text/event-stream"
+            )
         try:
             completions = await asyncio.to_thread(engine.chat, version, messages, params)
         except ModelStoreError as exc:
@@ -108,24 +115,39 @@ def create_app(engine: ServingEngine) -> FastAPI:
             raise ApiError(400, str(exc)) from exc
         prompt = completions[0].prompt_tokens
         generated = sum(c.completion_tokens for c in completions)
-        return JSONResponse({
-            "id": ident, "object": "chat.completion", "created": created, "model": version,
-            "choices": [
-                {"index": i, "message": {"role": "assistant", "content": c.text}, "finish_reason": c.finish_reason,
-                 "logprobs": None}
-                for i, c in enumerate(completions)
-            ],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": prompt + generated},
-        })
+        return JSONResponse(
+            {
+                "id": ident,
+                "object": "chat.completion",
+                "created": created,
+                "model": version,
+                "choices": [
+                    {
+                        "index": i,
+                        "message": {"role": "assistant", "content": c.text},
+                        "finish_reason": c.finish_reason,
+                        "logprobs": None,
+                    }
+                    for i, c in enumerate(completions)
+                ],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": prompt + generated},
+            }
+        )
 
     return app
 
 
-async def _stream(engine: ServingEngine, version: str, messages: list[dict], params: SamplingParams,
-                  ident: str, created: int) -> AsyncIterator[str]:
+async def _stream(
+    engine: ServingEngine, version: str, messages: list[dict], params: SamplingParams, ident: str, created: int
+) -> AsyncIterator[str]:
     def chunk(delta: dict, finish: str | None, usage: dict | None = None) -> str:
-        body: dict[str, Any] = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": version,
-                                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+        body: dict[str, Any] = {
+            "id": ident,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": version,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
         if usage is not None:
             body["usage"] = usage
         return f"data: {json.dumps(body)}\n\n"
@@ -140,8 +162,11 @@ async def _stream(engine: ServingEngine, version: str, messages: list[dict], par
     while (delta := await asyncio.to_thread(next, deltas, sentinel)) is not sentinel:
         yield chunk({"content": delta}, None)
     done = await asyncio.wrap_future(future)
-    usage = {"prompt_tokens": done.prompt_tokens, "completion_tokens": done.completion_tokens,
-             "total_tokens": done.prompt_tokens + done.completion_tokens}
+    usage = {
+        "prompt_tokens": done.prompt_tokens,
+        "completion_tokens": done.completion_tokens,
+        "total_tokens": done.prompt_tokens + done.completion_tokens,
+    }
     yield chunk({}, done.finish_reason, usage)
     yield "data: [DONE]\n\n"
 

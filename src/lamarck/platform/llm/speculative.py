@@ -24,8 +24,8 @@ def draft(context: list[int], limit: int, longest: int = 3, shortest: int = 2) -
         tail = context[-n:]
         first = tail[0]
         for i in range(size - n - 1, -1, -1):
-            if context[i] == first and context[i:i + n] == tail:
-                return context[i + n:i + n + limit]
+            if context[i] == first and context[i : i + n] == tail:
+                return context[i + n : i + n + limit]
     return []
 
 

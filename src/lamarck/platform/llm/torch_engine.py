@@ -47,15 +47,20 @@ class BatchRecord:
 
 
 class TorchEngine(EngineFrontEnd):
-    def __init__(self, store: ModelStore, settings: EngineSettings | None = None,
-                 base: str = DEFAULT_MODEL_VERSION) -> None:
+    def __init__(
+        self, store: ModelStore, settings: EngineSettings | None = None, base: str = DEFAULT_MODEL_VERSION
+    ) -> None:
         self.store = store
         self.settings = settings or EngineSettings()
         if self.settings.device != "cpu":
-            raise ValueError(f"the local engine runs on cpu only, not {self.settings.device!r}: set engine.device = 'cpu'")
+            raise ValueError(
+                f"the local engine runs on cpu only, not {self.settings.device!r}: set engine.device = 'cpu'"
+            )
         if self.settings.dtype not in ("auto", "float32"):
-            log.warning("local engine: dtype %s requested; computing in float32 for batch-independent output",
-                        self.settings.dtype)
+            log.warning(
+                "local engine: dtype %s requested; computing in float32 for batch-independent output",
+                self.settings.dtype,
+            )
         if self.settings.threads:
             torch.set_num_threads(self.settings.threads)
         spec = store.resolve(base)
@@ -69,8 +74,9 @@ class TorchEngine(EngineFrontEnd):
         eos = {self.tokenizer.eos_token_id}
         eos |= set(config.eos_token_id) if isinstance(config.eos_token_id, list) else {config.eos_token_id}
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        self._batcher = BatchRunner(runner, self._decode, {e for e in eos if e is not None}, pad,
-                                    config.max_position_embeddings)
+        self._batcher = BatchRunner(
+            runner, self._decode, {e for e in eos if e is not None}, pad, config.max_position_embeddings
+        )
         self._runner = runner
         self._queue: queue.Queue[_Request | None] = queue.Queue()
         self._closed = False
@@ -136,8 +142,9 @@ class TorchEngine(EngineFrontEnd):
             if version != self.base:
                 self._adapters.pop(strip_prefix(version), None)
 
-    def _submit(self, model: str, prompt: str, params: SamplingParams,
-                stream: queue.Queue | None = None) -> list[Future[Completion]]:
+    def _submit(
+        self, model: str, prompt: str, params: SamplingParams, stream: queue.Queue | None = None
+    ) -> list[Future[Completion]]:
         if self._closed:
             raise EngineClosedError("the local engine is closed: create a new engine")
         version = strip_prefix(model)

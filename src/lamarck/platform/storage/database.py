@@ -29,7 +29,9 @@ class Database:
         try:
             parsed = make_url(self.url)
         except ArgumentError as exc:
-            raise DatabaseError(f"malformed database URL {url!r}: use sqlite:///path.db or postgresql://host/db") from exc
+            raise DatabaseError(
+                f"malformed database URL {url!r}: use sqlite:///path.db or postgresql://host/db"
+            ) from exc
         self.dialect = parsed.get_backend_name()
         kwargs: dict[str, object] = {"future": True}
         if self.dialect == "sqlite":

@@ -315,8 +315,11 @@ def register_model_version(
 def get_model_version(session: Session, *, version_id: str) -> ModelVersion:
     version = session.get(ModelVersion, version_id)
     if version is None:
-        hint = ("import it with `lamarck models import-default`" if version_id == DEFAULT_MODEL_VERSION
-                else "list them with `lamarck models list`")
+        hint = (
+            "import it with `lamarck models import-default`"
+            if version_id == DEFAULT_MODEL_VERSION
+            else "list them with `lamarck models list`"
+        )
         raise NotFound(f"no model version {version_id!r}: {hint}")
     return version
 
@@ -383,9 +386,11 @@ def add_harness(
 
 def promoted_harness_ids(session: Session) -> dict[str, str]:
     """Environment -> the id of its promoted harness, for the environments that have one."""
-    rows = session.execute(select(Harness.environment, Harness.id).where(Harness.status == "promoted",
-                                                                        Harness.environment.is_not(None))
-                           .order_by(Harness.created_at))
+    rows = session.execute(
+        select(Harness.environment, Harness.id)
+        .where(Harness.status == "promoted", Harness.environment.is_not(None))
+        .order_by(Harness.created_at)
+    )
     return {environment: harness_id for environment, harness_id in rows}
 
 
@@ -434,8 +439,12 @@ def find_evaluation(
     """The newest evaluation of exactly this model, harness and task set (greedy evaluations are deterministic)."""
     return session.scalars(
         select(Evaluation)
-        .where(Evaluation.model_version == model_version, Evaluation.harness_version == harness_version,
-               Evaluation.eval_set == eval_set, Evaluation.kind == kind)
+        .where(
+            Evaluation.model_version == model_version,
+            Evaluation.harness_version == harness_version,
+            Evaluation.eval_set == eval_set,
+            Evaluation.kind == kind,
+        )
         .order_by(Evaluation.created_at.desc())
         .limit(1)
     ).first()

@@ -28,21 +28,26 @@ class BuiltinSkill:
 def builtin_skills() -> list[BuiltinSkill]:
     skills = [
         BuiltinSkill(
-            SkillCandidate(name="calculate", code=calculator.code(), tests=calculator.TESTS, provenance="builtin",
-                           description=calculator.DESCRIPTION),
+            SkillCandidate(
+                name="calculate",
+                code=calculator.code(),
+                tests=calculator.TESTS,
+                provenance="builtin",
+                description=calculator.DESCRIPTION,
+            ),
             safe=True,
             host=lambda _sandbox: calculator.host,
         ),
         BuiltinSkill(
-            SkillCandidate(name="run_python", code=python_runner.CODE, tests=python_runner.TESTS,
-                           provenance="builtin"),
+            SkillCandidate(name="run_python", code=python_runner.CODE, tests=python_runner.TESTS, provenance="builtin"),
             safe=False,
             host=lambda sandbox: partial(python_runner.run_python_host, sandbox),
         ),
     ]
     for fn in strings.SKILLS:
-        skills.append(BuiltinSkill(candidate_from_function(fn, provenance="builtin"), safe=True,
-                                   host=lambda _sandbox, fn=fn: fn))
+        skills.append(
+            BuiltinSkill(candidate_from_function(fn, provenance="builtin"), safe=True, host=lambda _sandbox, fn=fn: fn)
+        )
     return skills
 
 
