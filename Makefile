@@ -22,7 +22,7 @@ STAMP := $(VENV)/.lamarck-installed
 SYSTEM_PACKAGES := bubblewrap
 export LAMARCK_DATA_DIR ?= .lamarck
 
-.PHONY: setup system-packages run test bench bench-evolution clean
+.PHONY: setup system-packages run test lint format bench bench-evolution clean
 
 setup: system-packages $(STAMP)
 
@@ -60,6 +60,14 @@ run: setup
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+format: setup
+	$(VENV)/bin/ruff check --fix src tests benchmarks
+	$(VENV)/bin/ruff format src tests benchmarks
 
 bench: setup
 	$(PY) benchmarks/bench_engine.py
