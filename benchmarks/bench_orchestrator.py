@@ -32,8 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "tests" / "agents"))
+sys.path.insert(0, str(REPO / "tests" / "agents"))  # the scripted orchestrator the tests use
 
 from sqlalchemy import select  # noqa: E402
 
@@ -107,7 +106,7 @@ def union_within(intervals: list[Interval], window: Interval) -> float:
 def scripted_gateway(db: Database, latency: float) -> tuple[LLMGateway, Any]:
     from test_orchestrator_support import responder, scripted_routes
 
-    from scripted_llm import ScriptedLLM, scripted_provider
+    from lamarck.testing import ScriptedLLM, scripted_provider
 
     context = scripted_provider(ScriptedLLM(responder(latency)))
     context.__enter__()

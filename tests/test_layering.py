@@ -16,6 +16,7 @@ LAYERS = {
     "training": {"platform", "memory", "curriculum", "skills_library"},
     "agents": {"platform", "memory", "curriculum", "skills_library", "training"},
     "api": {"platform", "memory", "curriculum", "skills_library", "training", "agents"},
+    "testing": {"platform"},  # test doubles: imported by tests and benchmarks, never by the parts above
 }
 
 

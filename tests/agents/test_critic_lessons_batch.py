@@ -18,7 +18,7 @@ from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.trajectory import Message, Trajectory
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 LESSONS = [
     "Write down each intermediate total.",

@@ -20,7 +20,7 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Lesson, Verdict
 from lamarck.platform.storage.trajectory import Message, Trajectory
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 LYING_JUDGE = (
     "VERDICT: pass\nFIRST_ERROR: none\nCRITIQUE: Looks right to me.\nLESSON: Use the calculator for every step."

@@ -15,7 +15,7 @@ from lamarck.curriculum.heldout import heldout_set
 from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 VALID = json.dumps(
     {"question": "Kai has 12 cards and gets 30 more. How many now?", "expression": "12+30", "answer": 42}

@@ -24,8 +24,8 @@ from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, 
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.trajectory import STUDENT_TOOLS
+from lamarck.testing import ScriptedLLM, scripted_provider
 from lamarck.training import registry
-from scripted_llm import ScriptedLLM, scripted_provider
 
 
 def _container(tmp_path: Path, db: Database, **training: Any) -> Container:

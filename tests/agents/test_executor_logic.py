@@ -17,7 +17,7 @@ from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 
 @pytest.fixture

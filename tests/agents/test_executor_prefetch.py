@@ -24,7 +24,7 @@ from lamarck.platform.sandbox import Sandbox
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, SandboxSettings
 from lamarck.platform.storage.database import Database
 from lamarck.skills_library.library import SkillLibrary
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 
 @dataclass

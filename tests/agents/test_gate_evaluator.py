@@ -9,7 +9,7 @@ from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.curriculum.heldout import heldout_set
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 
 def test_gate_evaluator_reports_each_task_in_order() -> None:

@@ -14,18 +14,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for scripted_llm when run as a script
-
-from lamarck.agents.orchestrator import Orchestrator, Services  # noqa: E402
-from lamarck.agents.runs import RunConfig  # noqa: E402
-from lamarck.memory.chroma import ChromaMemory  # noqa: E402
-from lamarck.memory.lessons import LessonStore  # noqa: E402
-from lamarck.platform.llm.gateway import LLMGateway  # noqa: E402
-from lamarck.platform.sandbox import Sandbox  # noqa: E402
-from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, SandboxSettings  # noqa: E402
-from lamarck.platform.storage import migrate  # noqa: E402
-from lamarck.platform.storage.database import Database  # noqa: E402
-from scripted_llm import ScriptedLLM, scripted_provider  # noqa: E402
+from lamarck.agents.orchestrator import Orchestrator, Services
+from lamarck.agents.runs import RunConfig
+from lamarck.memory.chroma import ChromaMemory
+from lamarck.memory.lessons import LessonStore
+from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.sandbox import Sandbox
+from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, SandboxSettings
+from lamarck.platform.storage import migrate
+from lamarck.platform.storage.database import Database
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 NUMBER = re.compile(r"\d+")
 

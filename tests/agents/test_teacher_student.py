@@ -18,8 +18,8 @@ from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
 from lamarck.platform.storage.trajectory import Trajectory, render_for_model
+from lamarck.testing import ScriptedLLM, scripted_provider
 from lamarck.training.student_rows import RowRefused, student_row
-from scripted_llm import ScriptedLLM, scripted_provider
 
 GLOSSARY = "Words like 'gives away' mean subtract."
 

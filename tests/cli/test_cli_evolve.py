@@ -17,7 +17,7 @@ from lamarck.commands.evolve import eval_command, evolve, runs_app
 from lamarck.platform.settings import ROLES
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Evaluation, Run
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
 from test_orchestrator_support import responder  # noqa: E402

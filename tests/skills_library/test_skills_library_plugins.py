@@ -23,7 +23,7 @@ from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
 from lamarck.skills_library.library import SkillLibrary
 from lamarck.skills_library.plugins import ENTRY_POINT_GROUP, candidates_from_object, discover
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lamarck-skill-units"
 UNITS = {"km_to_miles", "miles_to_km", "celsius_to_fahrenheit", "fahrenheit_to_celsius", "kg_to_lb", "lb_to_kg"}

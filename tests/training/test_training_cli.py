@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from lamarck.commands.training import register_model_commands, train_command
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import ModelVersion
+from lamarck.testing import ScriptedLLM, scripted_provider
 from lamarck.training import registry
-from scripted_llm import ScriptedLLM, scripted_provider
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import LLMCall
-from scripted_llm import ScriptedLLM, scripted_provider
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 
 @pytest.fixture
