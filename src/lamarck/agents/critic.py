@@ -22,7 +22,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from lamarck.agents.harness import load_prompt
-from lamarck.agents.skill_review import SkillDecision, review_skills
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec
 from lamarck.memory.base import Embedding, MemoryStoreError
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
@@ -33,8 +32,6 @@ from lamarck.platform.storage.trajectory import Message, Trajectory
 
 if TYPE_CHECKING:
     from lamarck.memory.lessons import LessonStore
-    from lamarck.skills_library.library import SkillLibrary
-    from lamarck.skills_library.skill import SkillCandidate
 
 log = logging.getLogger(__name__)
 
@@ -165,10 +162,6 @@ class Critic:
 
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
             return {e.episode_id: t for e, t in zip(failed, pool.map(repair, failed), strict=True)}
-
-    def review_skills(self, candidates: Sequence[SkillCandidate], library: SkillLibrary) -> list[SkillDecision]:
-        """Approve or reject induced skill candidates; approved ones are verified and added to the library."""
-        return review_skills(candidates, library)
 
     def _verify(self, episode: EpisodeForReview) -> Reward | None:
         """The verifier's reward, or None where the task has no verifier (user-submitted tasks)."""

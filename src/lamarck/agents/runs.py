@@ -25,7 +25,6 @@ from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Run
 
 ACTIVE = ("running", "stopping")
-RESUMABLE = ("pending", "running", "stopping", "stopped", "failed")
 TERMINAL = ("finished", "budget_exhausted")
 
 

@@ -58,5 +58,4 @@ class RunState(TypedDict, total=False):
     outcome: str  # finished | budget_exhausted, set by the last node
 
 
-NODES = ("propose", "execute", "critique", "induce", "assess", "record", "improve_harness")
 GATED = ("propose", "execute", "critique", "record", "improve_harness")  # a stop request is honoured after these

@@ -52,10 +52,6 @@ class GenerationSummary(BaseModel):
     def success_rate(self) -> float:
         return self.successes / self.attempts if self.attempts else 0.0
 
-    @property
-    def overhead_seconds(self) -> float:
-        return max(0.0, self.wall_seconds - self.agent_seconds)
-
 
 def summarize(
     db: Database,

@@ -80,14 +80,6 @@ def record_use(session: Session, *, name: str, success: bool) -> Skill | None:
     return skill
 
 
-def set_status(session: Session, *, name: str, status: str) -> Skill | None:
-    skill = find_skill(session, name=name)
-    if skill is not None:
-        skill.status = status
-        session.flush()
-    return skill
-
-
 def to_view(skill: Skill) -> SkillView:
     current = current_version(skill)
     description = current.docstring.strip().splitlines()[0] if current.docstring.strip() else ""

@@ -103,15 +103,6 @@ def guarded(task: Task, key: str, kwargs: dict[str, Any], body: Callable[[Any], 
     return result
 
 
-def job_status(db: Any, key: str) -> dict[str, Any] | None:
-    """The latest ``job.*`` event of a job, or None if it never started."""
-    latest = None
-    for event in EventBus(db).replay(after_id=0, limit=100_000):
-        if event.type.startswith("job.") and event.payload.get("job") == key:
-            latest = {"status": event.type.removeprefix("job."), **event.payload}
-    return latest
-
-
 @app.task(name="lamarck.train.distill", bind=True, max_retries=None)
 def distill(self: Task, parent_version: str, dataset_digest: str, failures: int = 0) -> dict[str, Any]:
     from lamarck.training.pipeline import distill_job_key, train_candidate

@@ -194,13 +194,6 @@ def list_episodes(
     return list(session.scalars(query))
 
 
-def set_episode_outcome(session: Session, *, episode_id: str, outcome: str, reward: float | None) -> Episode:
-    episode = get_episode(session, episode_id=episode_id)
-    episode.outcome = outcome
-    episode.reward = reward
-    return episode
-
-
 def episode_trajectory(episode: Episode) -> Trajectory:
     return Trajectory(messages=[_message_from_step(step) for step in episode.steps])
 
