@@ -74,7 +74,7 @@ class RunAgents:
     lessons: LessonStore | None
     config: RunConfig
     harnesses: dict[str, HarnessSpec]  # the harness each environment's episodes run under now
-    budget_left: Callable[[str, float], str | None]  # (run id, active seconds) -> why the budget is spent, or None
+    budget_spent: Callable[[str, float], str | None]  # (run id, active seconds) -> why the budget is spent, or None
     listener: LoopListener | None = None
     harness_critic: HarnessCriticSettings = field(default_factory=HarnessCriticSettings)
 
@@ -486,24 +486,24 @@ class LoopNodes:
         return {"outcome": "finished"}
 
     def exhausted(self, state: RunState) -> dict[str, Any]:
-        reason = self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)) or "budget spent"
+        reason = self.a.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) or "budget spent"
         self._end(state, "budget_exhausted", "budget_exhausted", reason=reason)
         return {"outcome": "budget_exhausted"}
 
     # routing
 
     def after_propose(self, state: RunState) -> str:
-        return "exhausted" if self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)) else "execute"
+        return "exhausted" if self.a.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) else "execute"
 
     def after_record(self, state: RunState) -> str:
         if state["generation"] >= self.a.config.generations:
             return "finish"
-        if self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)):
+        if self.a.budget_spent(state["run_id"], state.get("active_seconds", 0.0)):
             return "exhausted"
         return "improve_harness" if self._harness_round_due(state) else "propose"
 
     def after_harness(self, state: RunState) -> str:
-        return "exhausted" if self.a.budget_left(state["run_id"], state.get("active_seconds", 0.0)) else "propose"
+        return "exhausted" if self.a.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) else "propose"
 
     def _harness_round_due(self, state: RunState) -> bool:
         every = self.a.config.harness_critic_every

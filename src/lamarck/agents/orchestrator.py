@@ -58,8 +58,6 @@ from lamarck.skills_library.library import SkillLibrary
 
 log = logging.getLogger(__name__)
 
-SUPERSTEPS_PER_GENERATION = 6  # propose, execute, critique, induce | assess, record, improve_harness
-
 
 def build_graph(nodes: LoopNodes) -> StateGraph:
     graph = StateGraph(RunState)
@@ -84,6 +82,12 @@ def build_graph(nodes: LoopNodes) -> StateGraph:
     graph.add_edge("finish", END)
     graph.add_edge("exhausted", END)
     return graph
+
+
+def supersteps_per_generation(graph: CompiledStateGraph) -> int:
+    """At most one superstep per node in a generation (parallel nodes share one), so the node count bounds it and
+    the recursion limit follows the graph as nodes are added."""
+    return len(graph.get_graph().nodes)
 
 
 @dataclass
@@ -188,7 +192,7 @@ class Orchestrator:
             graph = self._compile(config, saver)
             thread: dict[str, Any] = {
                 "configurable": {"thread_id": run_id},
-                "recursion_limit": SUPERSTEPS_PER_GENERATION * (config.generations + 2) + 10,
+                "recursion_limit": supersteps_per_generation(graph) * (config.generations + 2) + 10,
             }
             snapshot = graph.get_state(thread)
             state_in: dict[str, Any] | None = None
@@ -283,7 +287,7 @@ class Orchestrator:
             lessons=s.lessons,
             config=config,
             harnesses=self._harnesses(config),
-            budget_left=lambda run_id, seconds: self.budget_spent(run_id, config, seconds),
+            budget_spent=lambda run_id, seconds: self.budget_spent(run_id, config, seconds),
             listener=self.listener,
             harness_critic=s.harness_critic,
         )
