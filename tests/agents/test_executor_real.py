@@ -52,5 +52,7 @@ def test_executor_runs_each_environment_with_the_real_model(local_gateway, sqlit
             assert episode.completion_tokens > 0 and episode.prompt_tokens > 0
             assert (episode.answer is not None) != (episode.failure_reason is not None)
             if episode.answer is not None:
-                envs[attempt.environment].verify(tasks[attempt.task_index], episode.answer)
+                task = tasks[attempt.task_index]
+                reward = envs[attempt.environment].verify(task, episode.answer)  # the real model's answer
+                assert reward.passed == (reward.score == 1.0) and reward.details  # a failure says why
         assert repo.llm_usage(session)["calls"] == out.model_calls
