@@ -111,19 +111,30 @@ def test_at_most_two_rows_per_task_and_anchor_rows_capped(sqlite_db: Database) -
     assert wider.counts() == {"arithmetic": {"1": 2, "3": 2}}
 
 
-def test_after_a_harness_promotion_only_episodes_under_it_become_rows(sqlite_db: Database) -> None:
-    before, before_prompt, before_expression = _task(sqlite_db, 3, seed=30)
-    after, after_prompt, after_expression = _task(sqlite_db, 3, seed=31)
-    _episode(sqlite_db, before, before_prompt, before_expression, harness="h-root")
-    kept = _episode(sqlite_db, after, after_prompt, after_expression, harness="h-better")
-    assert len(_build(sqlite_db, anchor_levels=0).rows) == 2  # nothing promoted: every harness's episodes count
+def test_after_a_harness_promotion_only_episodes_that_showed_its_opening_become_rows(sqlite_db: Database) -> None:
+    tasks = [_task(sqlite_db, 3, seed=30 + i) for i in range(4)]
+    older = _episode(sqlite_db, *tasks[0], harness="h-root")  # another prompt: another opening
+    served = _episode(sqlite_db, *tasks[1], harness="h-better")
+    warmer = _episode(sqlite_db, *tasks[2], harness="h-better-warm")  # the served prompt, another temperature
+    unknown = _episode(sqlite_db, *tasks[3], harness="h-never-archived")  # left to the student-view check
+    assert len(_build(sqlite_db, anchor_levels=0).rows) == 4  # nothing promoted: every harness's episodes count
     with sqlite_db.session() as session:
-        repo.add_harness(
-            session, harness_id="h-better", spec={}, digest="d", environment="arithmetic", status="promoted"
-        )
+        for harness_id, prompt, temperature, status in [
+            ("h-root", "old", 0.7, "retired"),
+            ("h-better", "new", 0.0, "promoted"),
+            ("h-better-warm", "new", 0.7, "rejected"),
+        ]:
+            repo.add_harness(
+                session,
+                harness_id=harness_id,
+                digest=harness_id,
+                environment="arithmetic",
+                spec={"system_prompt": prompt, "sampling": {"temperature": temperature}},
+                status=status,
+            )
         repo.add_harness(
             session, harness_id="h-string", spec={}, digest="e", environment="string_ops", status="promoted"
         )
     dataset = _build(sqlite_db, anchor_levels=0)
-    assert [row.episode_id for row in dataset.rows] == [kept]
-    assert dataset.dropped["older_harness"] == 1
+    assert {row.episode_id for row in dataset.rows} == {served, warmer, unknown}
+    assert dataset.dropped["older_harness"] == 1 and older not in {row.episode_id for row in dataset.rows}

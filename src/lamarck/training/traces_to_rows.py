@@ -28,7 +28,7 @@ from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.heldout import is_heldout
 from lamarck.platform.settings import TrainingSettings
 from lamarck.platform.storage import repositories as repo
-from lamarck.platform.storage.records import Episode, Task
+from lamarck.platform.storage.records import Episode, Harness, Task
 from lamarck.platform.storage.trajectory import STUDENT_OPENING, Trajectory, render_for_model
 from lamarck.training.process_filter import process_problem, tidy_process
 from lamarck.training.student_rows import RowRefused, opening_length, student_row, trained_turns
@@ -113,8 +113,10 @@ def build_dataset(
 ) -> DistillationSet:
     """Rows from passed episodes (native and critic-repaired) recorded after ``since`` and up to ``until``.
 
-    Where an environment has a promoted harness, only episodes run under it count: the student is served that
-    harness, and a row opens with what its episode's harness showed (``older_harness`` counts the others)."""
+    Where an environment has a promoted harness, only episodes whose harness showed the same opening count: the
+    student is served that harness, and a row opens with what its episode's harness showed. Harnesses that differ
+    only in sampling (a teacher's rollout temperature, say) show the same opening; an episode whose harness is not
+    archived is kept and left to the student-view check (``older_harness`` counts the dropped)."""
     query = select(Episode, Task).join(Task, Task.id == Episode.task_id).order_by(Episode.created_at, Episode.id)
     query = query.where(Episode.outcome.in_(("passed", "failed")))
     if since is not None:
@@ -122,7 +124,7 @@ def build_dataset(
     if until is not None:
         query = query.where(Episode.created_at <= until)
     found = list(session.execute(query).tuples())
-    served = repo.promoted_harness_ids(session)
+    served = _OpeningKeys(session)
     dropped: dict[str, int] = defaultdict(int)
     passed: list[tuple[Episode, Task]] = []
     failed: dict[str, list[Episode]] = defaultdict(list)
@@ -132,7 +134,7 @@ def build_dataset(
         if is_heldout(task.environment, task.prompt):
             dropped["heldout_task"] += 1
             continue
-        if task.environment in served and episode.harness_version != served[task.environment]:
+        if not served.shows_the_served_opening(task.environment, episode.harness_version):
             dropped["older_harness"] += 1
             continue
         if episode.outcome == "passed":
@@ -169,6 +171,28 @@ def build_dataset(
     check_no_leak(dataset)
     dataset.digest = dataset_digest(dataset)
     return dataset
+
+
+class _OpeningKeys:
+    """Which harnesses show the student the same opening as its environment's promoted harness (cached per build)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.cache: dict[str, str | None] = {}
+        self.served = {env: self.key(harness_id) for env, harness_id in repo.promoted_harness_ids(session).items()}
+
+    def key(self, harness_id: str) -> str | None:
+        if harness_id not in self.cache:
+            record = self.session.get(Harness, harness_id)
+            spec = {k: v for k, v in (record.spec or {}).items() if k != "sampling"} if record is not None else None
+            self.cache[harness_id] = json.dumps(spec, sort_keys=True) if spec is not None else None
+        return self.cache[harness_id]
+
+    def shows_the_served_opening(self, environment: str, harness_id: str | None) -> bool:
+        if environment not in self.served or harness_id is None:
+            return True
+        key = self.key(harness_id)
+        return key is None or key == self.served[environment]
 
 
 def kept_at_weight(episode_id: str, weight: float) -> bool:
