@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -152,3 +154,36 @@ def test_embedded_worker_runs_jobs_without_redis(start_worker, sqlite_db: Databa
     print(f"embedded worker ready in {ready:.1f}s; job round trip {latency:.2f}s")
     worker.stop(timeout=20)
     assert worker.process is None
+
+
+OWNER = """
+import sys, time
+from pathlib import Path
+from lamarck.platform.settings import Settings
+from lamarck.platform.workers import EmbeddedWorker
+worker = EmbeddedWorker(Settings(data_dir=Path(sys.argv[1]), database_url=sys.argv[2]), ["train"]).start()
+print(worker.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_an_embedded_worker_leaves_when_its_owner_is_killed(tmp_path: Path, sqlite_db: Database) -> None:
+    import psutil
+
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path / "data"), sqlite_db.url.replace("+pysqlite", "")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        worker = int(owner.stdout.readline())  # type: ignore[union-attr]
+        assert psutil.pid_exists(worker)
+        owner.kill()  # SIGKILL: no stop() runs
+        owner.wait(timeout=10)
+        _wait(
+            lambda: not psutil.pid_exists(worker) or psutil.Process(worker).status() == "zombie",
+            60,
+            "the orphaned worker to shut down",
+        )
+    finally:
+        owner.kill()

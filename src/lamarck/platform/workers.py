@@ -28,6 +28,7 @@ from pathlib import Path
 
 import kombu.pools
 from celery import Celery
+from celery.signals import worker_init
 from kombu import Exchange, Queue
 
 from lamarck.platform.settings import Settings, SettingsError, load_settings
@@ -265,6 +266,28 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+PARENT_ENV = "EMBEDDED_WORKER_PARENT_PID"  # not LAMARCK_-prefixed: Settings forbids unknown LAMARCK_ variables
+PARENT_POLL_SECONDS = 1.0
+
+
+@worker_init.connect
+def _leave_with_the_parent(**_: object) -> None:
+    """An embedded worker shuts down (warm: the running job finishes) when the process that started it dies, even by
+    SIGKILL, when no ``stop`` can run; otherwise it would keep a core and the broker's queue after its owner is gone.
+    A polled parent id, not prctl's parent-death signal, which follows the starting thread rather than the process."""
+    parent = os.environ.get(PARENT_ENV)
+    if not parent or not parent.isdigit():
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(parent):
+            time.sleep(PARENT_POLL_SECONDS)
+        log.warning("the process that started this embedded worker (%s) is gone: shutting down", parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="embedded-worker-parent-watch", daemon=True).start()
+
+
 class EmbeddedWorker:
     """A Celery worker subprocess owned by this process: ``start`` waits until it is ready, ``stop`` ends it."""
 
@@ -284,7 +307,11 @@ class EmbeddedWorker:
         started = time.monotonic()
         with self.log_path.open("ab") as out:
             self.process = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, env=settings_env(self.settings), start_new_session=True
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**settings_env(self.settings), PARENT_ENV: str(os.getpid())},
+                start_new_session=True,
             )
         self._wait_ready(started)
         log.info(
