@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lamarck.agents import harness_archive
 from lamarck.agents.distillation import Distillation, open_distillation
-from lamarck.agents.evaluation import default_harness_for, evaluate, heldout_tasks, store_evaluation
-from lamarck.agents.harness import save_harness
+from lamarck.agents.evaluation import default_harness_for, evaluate, heldout_tasks, release_harness, store_evaluation
+from lamarck.agents.harness import HarnessSpec, save_harness
 from lamarck.agents.orchestrator import Orchestrator, Services, open_services
 from lamarck.agents.runs import parse_config, request_stop
 from lamarck.curriculum.environments.arithmetic_probe import transfer_probe
@@ -71,11 +72,34 @@ def make_container(args: argparse.Namespace) -> Container:
     return container
 
 
-def report_score(container: Container, version: str, environment: str, per_level: int) -> dict[str, Any]:
-    """Greedy success on the report slice under the student harness (stored and reused per version)."""
+def report_score(
+    container: Container, version: str, environment: str, per_level: int, harness: HarnessSpec | None = None
+) -> dict[str, Any]:
+    """Greedy success on the report slice under a student harness (default: the environment's release harness),
+    stored and reused per model and harness."""
     env = get_environment(environment, sandbox=container.sandbox)
     tasks = report_set(environment, per_level=per_level, env=env)
-    return cached_evaluation(container, env, tasks, version, f"{environment}-report/pl{per_level}")
+    return cached_evaluation(container, env, tasks, version, f"{environment}-report/pl{per_level}", harness)
+
+
+def release_summary(container: Container, environment: str, final: str, per_level: int) -> dict[str, Any]:
+    """Base and final release on the report slice, and each half alone: the final weights under the base harness
+    (``weights_only``) and the base weights under the final harness (``harness_only``)."""
+    env = get_environment(environment, sandbox=container.sandbox)
+    base_harness, final_harness = default_harness_for(env), release_harness(container.db, env)
+
+    def score(version: str, harness: HarnessSpec) -> float:
+        return float(report_score(container, version, environment, per_level, harness)["score"])
+
+    return {
+        "base": score(DEFAULT_MODEL_VERSION, base_harness),
+        "final": score(final, final_harness),
+        "weights_only": score(final, base_harness),
+        "harness_only": score(DEFAULT_MODEL_VERSION, final_harness),
+        "harness_evolved": final_harness.version_id != base_harness.version_id,
+        "base_harness": base_harness.version_id,
+        "final_harness": final_harness.version_id,
+    }
 
 
 def transfer_score(container: Container, version: str) -> dict[str, Any]:
@@ -83,8 +107,10 @@ def transfer_score(container: Container, version: str) -> dict[str, Any]:
     return cached_evaluation(container, env, transfer_probe(), version, "arithmetic-transfer-probe")
 
 
-def cached_evaluation(container: Container, env: Any, tasks: list[Any], version: str, name: str) -> dict[str, Any]:
-    harness = default_harness_for(env)
+def cached_evaluation(
+    container: Container, env: Any, tasks: list[Any], version: str, name: str, harness: HarnessSpec | None = None
+) -> dict[str, Any]:
+    harness = harness or release_harness(container.db, env)
     with container.db.session() as session:
         found = repo.find_evaluation(
             session, model_version=version, harness_version=harness.version_id, eval_set=name, kind="report"
@@ -178,18 +204,22 @@ def run_phase(
 
     root = default_harness_for(get_environment(environment))
     harness = root.derive(sampling={"temperature": args.temperature})
+    pinned: dict[str, str] = {}
     with container.db.session() as session:
-        save_harness(session, root, status="promoted", rationale="the environment's default harness")
-        harness_id = save_harness(
-            session,
-            harness,
-            parent_id=root.version_id,
-            rationale=f"bench_evolution: rollout temperature {args.temperature}",
-        )
+        if harness_archive.promoted_harness(session, environment) is None:
+            save_harness(session, root, status="promoted", rationale="the environment's default harness")
+        if args.harness_every == 0:  # the harness does not evolve: roll out at the bench's temperature
+            pinned[environment] = save_harness(
+                session,
+                harness,
+                parent_id=root.version_id,
+                rationale=f"bench_evolution: rollout temperature {args.temperature}",
+            )
     config = parse_config(
         {
             "environments": [environment],
-            "harnesses": {environment: harness_id},
+            "harnesses": pinned,
+            "harness_critic_every": args.harness_every,
             "generations": 10_000,
             "batch_size": args.batch,
             "samples_per_task": args.samples,
@@ -354,7 +384,15 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--samples", type=int, default=4)
-    parser.add_argument("--temperature", type=float, default=0.7, help="rollout sampling temperature")
+    parser.add_argument(
+        "--temperature", type=float, default=0.7, help="rollout sampling temperature (without --harness-every)"
+    )
+    parser.add_argument(
+        "--harness-every",
+        type=int,
+        default=0,
+        help="a harness-critic round every N episodes (0: the harness does not evolve; the release keeps its root)",
+    )
     parser.add_argument(
         "--hints",
         nargs="+",
@@ -400,6 +438,10 @@ def main() -> None:
         help="skip the loop: score the kept work directory's releases from its <out>.phases.json",
     )
     args = parser.parse_args()
+    if args.harness_every < 0:
+        parser.error(f"--harness-every must be 0 (no harness-critic) or a number of episodes, got {args.harness_every}")
+    if args.harness_every and args.temperature != parser.get_default("temperature"):
+        parser.error("--temperature pins the rollout harness, which --harness-every lets evolve: give one of them")
     if args.report_only:
         args.keep = True
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -437,15 +479,7 @@ def main() -> None:
     # under the base harness is the final release, and the base model under the final harness is the base release.
     summary: dict[str, Any] = {}
     for env in checked:
-        base = report_score(container, DEFAULT_MODEL_VERSION, env, args.per_level)["score"]
-        last = report_score(container, final, env, args.per_level)["score"]
-        summary[env] = {
-            "base": base,
-            "final": last,
-            "weights_only": last,
-            "harness_only": base,
-            "harness_evolved": False,
-        }
+        summary[env] = release_summary(container, env, final, args.per_level)
     summary["arithmetic_transfer"] = {
         "base": transfer_score(container, DEFAULT_MODEL_VERSION)["score"],
         "final": transfer_score(container, final)["score"],
