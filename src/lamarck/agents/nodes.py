@@ -438,7 +438,7 @@ class LoopNodes:
     def improve_harness(self, state: RunState) -> dict[str, Any]:
         """A harness-critic round on each environment whose harness the run does not pin, with the model the gate
         judges (the champion). A round already archived for this run (killed before its checkpoint) is not held
-        again; the next generation's episodes run under whatever each round promoted."""
+        again; the next generation's propose picks up whatever each round promoted."""
         run_id, cfg = state["run_id"], self.a.config
         round_ = state.get("harness_rounds", 0)
         model_version = self._champion_version()
@@ -473,7 +473,6 @@ class LoopNodes:
                 tasks_evaluated=out.tasks_evaluated,
             )
         seconds = time.perf_counter() - clock
-        self._follow_promoted_harnesses()
         return {
             "harness_rounds": max(round_ + 1, state.get("episodes_done", 0) // cfg.harness_critic_every),
             "agent_seconds": {"improve_harness": seconds},
