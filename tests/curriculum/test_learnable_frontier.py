@@ -63,3 +63,16 @@ def test_a_cell_the_teacher_nearly_always_solves_and_the_student_fails_is_the_ri
     weights = LearnableFrontier(LADDER).weights(evidence)
     assert weights[("arithmetic", 3)][0] > 3 * weights[("arithmetic", 2)][0]
     assert "teacher solves 0.91 of tasks" in weights[("arithmetic", 3)][1]
+
+
+def test_after_a_promotion_the_band_starts_just_above_what_the_new_student_solves() -> None:
+    """A new release has development-slice scores but no rollouts yet. The reference run of session 9 sent every
+    python_functions batch to level 8 after its promotion (384 attempts, 0 passes) because levels 1-2 were mastered
+    and nothing above them counted as reached."""
+    ladder = {"python_functions": tuple(range(1, 9))}
+    scores = {1: 1.0, 2: 0.9, 3: 0.33, 4: 0.0, 5: 0.0, 6: 0.0, 7: 0.0, 8: 0.0}
+    evidence = {("python_functions", d): CellEvidence(student_greedy=s) for d, s in scores.items()}
+    picks = Counter(
+        slot.difficulty for slot in LearnableFrontier(ladder).select(evidence, 200, rng=random.Random(0))
+    )
+    assert set(picks) == {3, 4}

@@ -9,7 +9,7 @@ kept the batch at level 2: there unaided samples passed half the time, while at 
 successes were outnumbered by its failed rungs. Evidence is kept per (model version,
 harness) by the caller and decays, so the frontier moves after a promotion. A cell the teacher has not solved yet
 at any rung is "out of reach" and keeps only a small exploration weight; the first untried level above the
-highest solved one is explored.
+highest reached one (solved by the teacher, or by the student greedily) is explored.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class LearnableFrontier:
         """Each selectable cell's weight and why."""
         found: dict[Cell, tuple[float, str]] = {}
         for name, ladder in self.ladders.items():
-            solved = [d for d in ladder if (e := evidence.get((name, d))) is not None and e.teacher_passes > 0]
-            ceiling = max(solved) if solved else ladder[0]
+            reached = [d for d in ladder if (e := evidence.get((name, d))) is not None and _reached(e)]
+            ceiling = max(reached) if reached else ladder[0]
             for difficulty in ladder:
                 e = evidence.get((name, difficulty), CellEvidence())
                 if e.student_greedy is not None and e.student_greedy >= self.mastered:
@@ -103,6 +103,13 @@ class LearnableFrontier:
         weights = [weighted[cell][0] for cell in cells]
         chosen = rng.choices(cells, weights=weights, k=batch_size)
         return [FrontierSlot(environment=env, difficulty=d, reason=weighted[(env, d)][1]) for env, d in chosen]
+
+
+def _reached(evidence: CellEvidence) -> bool:
+    """A level counts as reached when some teacher sample solved a task there or the student solves some greedily.
+    The second matters after a promotion: the new release has no rollouts of its own yet, and without it the band
+    to explore would collapse to the ladder's first level, which the student has mastered, leaving only the top."""
+    return evidence.teacher_passes > 0 or (evidence.student_greedy or 0.0) > 0.0
 
 
 def _next_above(ladder: Sequence[int], level: int) -> int | None:
