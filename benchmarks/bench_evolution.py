@@ -28,7 +28,7 @@ from lamarck.agents import harness_archive
 from lamarck.agents.distillation import Distillation, open_distillation
 from lamarck.agents.evaluation import default_harness_for, evaluate, heldout_tasks, release_harness, store_evaluation
 from lamarck.agents.harness import HarnessSpec, save_harness
-from lamarck.agents.orchestrator import Orchestrator, Services, open_services
+from lamarck.agents.orchestrator import Orchestrator
 from lamarck.agents.runs import parse_config, request_stop
 from lamarck.curriculum.environments.arithmetic_probe import transfer_probe
 from lamarck.curriculum.heldout import report_set
@@ -161,7 +161,6 @@ def champion(container: Container) -> str:
 
 def run_phase(
     container: Container,
-    services: Services,
     driver: Distillation,
     environment: str,
     minutes: float,
@@ -235,7 +234,7 @@ def run_phase(
             "frontier": "learnable",
         }
     )
-    orchestrator = Orchestrator(services, between_generations=[driver.between_generations, after_generation])
+    orchestrator = Orchestrator(container, between_generations=[driver.between_generations, after_generation])
     run_id = orchestrator.start(config, name=f"bench-evolution-{environment}")
     driver.notify(f"run {run_id} on {environment} for {minutes:g} min")
     outcome = orchestrator.run(run_id)
@@ -462,13 +461,11 @@ def main() -> None:
         phases = json.loads(kept.read_text())
         loop_minutes = max(entry["minutes"] for phase in phases for entry in phase["timeline"])
     else:
-        with open_services(container) as services, open_distillation(container, services.bus, notify=note) as driver:
+        with open_distillation(container, container.bus, notify=note) as driver:
             assert driver is not None
-            phases = [run_phase(container, services, driver, "arithmetic", args.minutes, args, loop_clock)]
+            phases = [run_phase(container, driver, "arithmetic", args.minutes, args, loop_clock)]
             if args.python_minutes > 0:
-                phases.append(
-                    run_phase(container, services, driver, "python_functions", args.python_minutes, args, loop_clock)
-                )
+                phases.append(run_phase(container, driver, "python_functions", args.python_minutes, args, loop_clock))
         loop_minutes = (time.monotonic() - loop_clock) / 60
         kept.write_text(json.dumps(phases, indent=2, default=str) + "\n")
     environments = ["arithmetic"] + (["python_functions"] if args.python_minutes > 0 else [])

@@ -36,18 +36,24 @@ sys.path.insert(0, str(REPO / "tests" / "agents"))  # the scripted orchestrator 
 
 from sqlalchemy import select  # noqa: E402
 
-from lamarck.agents.orchestrator import Orchestrator, Services  # noqa: E402
+from lamarck.agents.orchestrator import Orchestrator  # noqa: E402
 from lamarck.agents.runs import RunConfig  # noqa: E402
 from lamarck.memory.chroma import ChromaMemory  # noqa: E402
-from lamarck.memory.lessons import LessonStore  # noqa: E402
+from lamarck.platform.container import Container  # noqa: E402
 from lamarck.platform.llm.gateway import LLMGateway  # noqa: E402
 from lamarck.platform.sandbox import Sandbox  # noqa: E402
-from lamarck.platform.settings import DEFAULT_MODEL_VERSION, GatewaySettings, ModelRoutes, SandboxSettings  # noqa: E402
+from lamarck.platform.settings import (  # noqa: E402
+    DEFAULT_MODEL_VERSION,
+    EngineSettings,
+    GatewaySettings,
+    ModelRoutes,
+    SandboxSettings,
+    Settings,
+)
 from lamarck.platform.storage import migrate  # noqa: E402
 from lamarck.platform.storage import repositories as repo  # noqa: E402
 from lamarck.platform.storage.database import Database  # noqa: E402
 from lamarck.platform.storage.records import LLMCall  # noqa: E402
-from lamarck.skills_library.library import SkillLibrary  # noqa: E402
 
 Interval = tuple[float, float]
 
@@ -143,18 +149,11 @@ def run_scenario(name: str, config: RunConfig, args: argparse.Namespace) -> list
         gateway, closer = local_gateway(db, Path(args.store))
     memory = ChromaMemory.embedded(workdir / "chroma")
     sandbox = TimedSandbox(Sandbox(SandboxSettings()))
-    services = Services(
-        db=db,
-        gateway=gateway,
-        sandbox=sandbox,
-        data_dir=workdir,  # type: ignore[arg-type]
-        library=SkillLibrary(db, sandbox, memory),
-        lessons=LessonStore(db, memory.lessons),  # type: ignore[arg-type]
-        default_concurrency=32,
-    )
-    services.library.ensure_builtins()  # once per data dir; not part of a generation
+    settings = Settings(data_dir=workdir, engine=EngineSettings(max_batch_size=32))
+    container = Container(settings, db=db, gateway=gateway, memory=memory, sandbox=sandbox)  # type: ignore[arg-type]
+    container.library.ensure_builtins()  # once per data dir; not part of a generation
     windows = Windows()
-    orchestrator = Orchestrator(services, listener=windows)
+    orchestrator = Orchestrator(container, listener=windows, seed_builtins=False)
     outcome = orchestrator.run(orchestrator.start(config))
     with db.session() as session:
         calls = [

@@ -54,8 +54,7 @@ def _harness_of_episodes(db: Database, run_id: str) -> dict[int, set[str | None]
 
 def test_a_round_runs_every_k_episodes_and_is_archived_under_the_run(sqlite_db: Database, tmp_path: Path) -> None:
     recorder = Recorder()
-    with scripted_orchestrator(sqlite_db, tmp_path, listener=recorder) as orchestrator:
-        orchestrator.services.harness_critic = SMALL_ROUND
+    with scripted_orchestrator(sqlite_db, tmp_path, listener=recorder, harness_critic=SMALL_ROUND) as orchestrator:
         run_id = orchestrator.start(
             small_config(generations=3, batch_size=2, samples_per_task=1, harness_critic_every=4)
         )
@@ -110,8 +109,7 @@ def test_a_round_killed_before_its_checkpoint_is_not_held_again(
         return out
 
     monkeypatch.setattr(nodes, "run_round", then_killed)
-    with scripted_orchestrator(sqlite_db, tmp_path) as orchestrator:
-        orchestrator.services.harness_critic = SMALL_ROUND
+    with scripted_orchestrator(sqlite_db, tmp_path, harness_critic=SMALL_ROUND) as orchestrator:
         run_id = orchestrator.start(
             small_config(generations=2, batch_size=2, samples_per_task=1, harness_critic_every=2)
         )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
-from test_orchestrator_support import make_services
+from test_orchestrator_support import make_container
 
 from lamarck.agents.evaluation import default_harness_for, evaluate, heldout_tasks
 from lamarck.agents.harness import save_harness
@@ -38,7 +38,7 @@ def test_one_generation_with_the_real_model(local_gateway, sqlite_db, tmp_path: 
     )
     memory = ChromaMemory.embedded(tmp_path / "chroma")
     try:
-        orchestrator = Orchestrator(make_services(sqlite_db, tmp_path, local_gateway, memory))
+        orchestrator = Orchestrator(make_container(sqlite_db, tmp_path, local_gateway, memory), seed_builtins=False)
         run_id = orchestrator.start(config)
         outcome = orchestrator.run(run_id)
     finally:

@@ -1,4 +1,4 @@
-"""Shared pieces for the orchestrator tests (no tests here): a scripted model for every role, services over a
+"""Shared pieces for the orchestrator tests (no tests here): a scripted model for every role, a composition root over a
 real database and a real Chroma directory, and a child-process entry point that drives a run until it is killed.
 
     python tests/agents/test_orchestrator_support.py run|resume DATABASE_URL DATA_DIR RUN_ID DELAY_SECONDS
@@ -14,13 +14,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lamarck.agents.orchestrator import Orchestrator, Services
+from lamarck.agents.orchestrator import Orchestrator
 from lamarck.agents.runs import RunConfig
 from lamarck.memory.chroma import ChromaMemory
-from lamarck.memory.lessons import LessonStore
+from lamarck.platform.container import Container
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.sandbox import Sandbox
-from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, SandboxSettings
+from lamarck.platform.settings import (
+    EngineSettings,
+    GatewaySettings,
+    HarnessCriticSettings,
+    ModelRoute,
+    ModelRoutes,
+    SandboxSettings,
+    Settings,
+)
 from lamarck.platform.storage import migrate
 from lamarck.platform.storage.database import Database
 from lamarck.testing import ScriptedLLM, scripted_provider
@@ -67,33 +75,36 @@ def responder(delay: float = 0.0):  # type: ignore[no-untyped-def]
     return respond
 
 
-def make_services(
-    db: Database, data_dir: Path, gateway: LLMGateway, memory: ChromaMemory, *, builtins: bool = False
-) -> Services:
-    from lamarck.skills_library.library import SkillLibrary
-
-    sandbox = Sandbox(SandboxSettings())
-    return Services(
-        db=db,
-        gateway=gateway,
-        sandbox=sandbox,
+def make_container(
+    db: Database,
+    data_dir: Path,
+    gateway: LLMGateway,
+    memory: ChromaMemory,
+    harness_critic: HarnessCriticSettings | None = None,
+) -> Container:
+    """The composition root over the test's database, gateway and memory; the rest from settings."""
+    settings = Settings(
         data_dir=data_dir,
-        library=SkillLibrary(db, sandbox, memory),
-        lessons=LessonStore(db, memory.lessons),
-        default_concurrency=16,
-        seed_builtins=builtins,
+        engine=EngineSettings(max_batch_size=16),
+        harness_critic=harness_critic or HarnessCriticSettings(),
     )
+    return Container(settings, db=db, gateway=gateway, memory=memory, sandbox=Sandbox(SandboxSettings()))
 
 
 @contextmanager
 def scripted_orchestrator(
-    db: Database, data_dir: Path, delay: float = 0.0, listener: Any = None, builtins: bool = False
+    db: Database,
+    data_dir: Path,
+    delay: float = 0.0,
+    listener: Any = None,
+    builtins: bool = False,
+    harness_critic: HarnessCriticSettings | None = None,
 ) -> Iterator[Orchestrator]:
     memory = ChromaMemory.embedded(data_dir / "chroma")
     try:
         with scripted_provider(ScriptedLLM(responder(delay))):
-            services = make_services(db, data_dir, scripted_gateway(db), memory, builtins=builtins)
-            yield Orchestrator(services, listener=listener)
+            container = make_container(db, data_dir, scripted_gateway(db), memory, harness_critic)
+            yield Orchestrator(container, listener=listener, seed_builtins=builtins)
     finally:
         memory.close()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy import select
@@ -59,26 +58,6 @@ class LoopListener(Protocol):
     def on_node(self, node: str, generation: int, finished: bool) -> None: ...
 
 
-@dataclass
-class RunAgents:
-    """What one run's nodes call: the agents built for its environments, and the stores they share."""
-
-    db: Database
-    bus: EventBus
-    environments: dict[str, Environment]
-    proposer: CurriculumProposer
-    executor: Executor
-    critic: Critic
-    gateway: LLMGateway
-    library: SkillLibrary
-    lessons: LessonStore | None
-    config: RunConfig
-    harnesses: dict[str, HarnessSpec]  # the harness each environment's episodes run under now
-    budget_spent: Callable[[str, float], str | None]  # (run id, active seconds) -> why the budget is spent, or None
-    listener: LoopListener | None = None
-    harness_critic: HarnessCriticSettings = field(default_factory=HarnessCriticSettings)
-
-
 def _key_order(key: str) -> tuple[int, int]:
     """(task index, sample index) from an episode key ``<prefix>:t<i>:s<j>``."""
     task, sample = key.rsplit(":", 2)[-2:]
@@ -114,21 +93,53 @@ def timed(
 
 
 class LoopNodes:
-    def __init__(self, agents: RunAgents) -> None:
-        self.a = agents
+    """One run's nodes, holding the agents built for its environments and the stores they share."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        bus: EventBus,
+        environments: dict[str, Environment],
+        proposer: CurriculumProposer,
+        executor: Executor,
+        critic: Critic,
+        gateway: LLMGateway,
+        library: SkillLibrary,
+        lessons: LessonStore | None,
+        config: RunConfig,
+        harnesses: dict[str, HarnessSpec],
+        budget_spent: Callable[[str, float], str | None],
+        listener: LoopListener | None = None,
+        harness_critic: HarnessCriticSettings | None = None,
+    ) -> None:
+        self.db = db
+        self.bus = bus
+        self.environments = environments
+        self.proposer = proposer
+        self.executor = executor
+        self.critic = critic
+        self.gateway = gateway
+        self.library = library
+        self.lessons = lessons
+        self.config = config
+        self.harnesses = harnesses  # the harness each environment's episodes run under now
+        self.budget_spent = budget_spent  # (run id, active seconds) -> why the budget is spent, or None
+        self.listener = listener
+        self.harness_critic = harness_critic or HarnessCriticSettings()
 
     # propose -> execute -> critique -> (induce | assess) -> record [-> improve_harness]
 
     @timed("propose")
     def propose(self, state: RunState) -> dict[str, Any]:
-        run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
+        run_id, generation, cfg = state["run_id"], state["generation"], self.config
         started_at = time.time()
         self._follow_promoted_harnesses()
         items = self._stored_tasks(run_id, generation)
         seconds = 0.0
         if items is None:
             clock = time.perf_counter()
-            out = self.a.proposer.run(
+            out = self.proposer.run(
                 ProposerInput(
                     profile=self._frontier_view(run_id, generation),
                     batch_size=cfg.batch_size,
@@ -168,7 +179,7 @@ class LoopNodes:
     def execute(self, state: RunState) -> dict[str, Any]:
         """Rollouts under the teacher: each task climbs the hint ladder only as far as it must. All of a generation's
         episodes are recorded in one transaction, so a re-run node finds them all or none."""
-        run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
+        run_id, generation, cfg = state["run_id"], state["generation"], self.config
         items = state["tasks"]
         tasks = [TaskSpec.model_validate(item["spec"]) for item in items]
         prefix = episode_key_prefix(run_id, generation)
@@ -179,22 +190,22 @@ class LoopNodes:
         request = ExecutorInput(
             tasks=tasks,
             model_version=model_version,
-            harnesses=self.a.harnesses,
+            harnesses=self.harnesses,
             samples_per_task=cfg.samples_per_task,
             seed=derived_seed(cfg.seed, generation, "execute"),
             run_id=run_id,
         )
         clock = time.perf_counter()
         if cfg.hints == [HintLevel.NONE]:
-            attempts = self.a.executor.run(request).attempts
+            attempts = self.executor.run(request).attempts
         else:
             environments = sorted({task.environment for task in tasks})
             ladder = run_ladder(
-                self.a.executor,
+                self.executor,
                 request,
-                self.a.environments,
+                self.environments,
                 rungs=cfg.hints,
-                demonstrations=recent_demonstrations(self.a.db, environments),
+                demonstrations=recent_demonstrations(self.db, environments),
             )
             attempts = ladder.attempts
             self._emit(
@@ -206,7 +217,7 @@ class LoopNodes:
             )
         seconds = time.perf_counter() - clock
         ids = record_attempts(
-            self.a.db,
+            self.db,
             attempts,
             task_ids=[item["task_id"] for item in items],
             model_version=model_version,
@@ -236,26 +247,26 @@ class LoopNodes:
 
     def _frontier_view(self, run_id: str, generation: int) -> object:
         """What the run's frontier reads: per-cell evidence for the current release, or the capability profile."""
-        if self.a.config.frontier == "learnable":
+        if self.config.frontier == "learnable":
             return cell_evidence(
-                self.a.gateway,
-                self.a.db,
-                self.a.environments,
-                self.a.harnesses,
+                self.gateway,
+                self.db,
+                self.environments,
+                self.harnesses,
                 run_id=run_id,
                 model_version=self._model_version(),
                 generation=generation,
             )
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             return CapabilityProfile.load(session)
 
     def _model_version(self) -> str:
         """The run's model; when the run follows promotions (distillation's hand-off), the current champion, or the
         rollout sampler that beat it on the development slice (``RunConfig.rollout_sampler``)."""
-        cfg = self.a.config
+        cfg = self.config
         if not cfg.follow_champion:
             return cfg.model_version
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             champion = repo.promoted_model_version(session)
             if champion is not None and cfg.rollout_sampler == "better_candidate":
                 return registry.rollout_sampler(session)
@@ -263,9 +274,9 @@ class LoopNodes:
 
     @timed("critique", embeds=True)
     def critique(self, state: RunState) -> dict[str, Any]:
-        run_id, generation, cfg = state["run_id"], state["generation"], self.a.config
+        run_id, generation, cfg = state["run_id"], state["generation"], self.config
         specs = {item["task_id"]: TaskSpec.model_validate(item["spec"]) for item in state["tasks"]}
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             episodes = {e.id: e for e in session.scalars(select(Episode).where(Episode.id.in_(state["episode_ids"])))}
             reviews = [
                 EpisodeForReview(
@@ -279,9 +290,9 @@ class LoopNodes:
                 for e in (episodes[i] for i in state["episode_ids"])
             ]
         clock = time.perf_counter()
-        out = self.a.critic.run(CriticInput(episodes=reviews, judge=cfg.judge, repair=cfg.repair, run_id=run_id))
+        out = self.critic.run(CriticInput(episodes=reviews, judge=cfg.judge, repair=cfg.repair, run_id=run_id))
         seconds = time.perf_counter() - clock
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             lessons = {
                 lesson.id: lesson
                 for lesson in session.scalars(
@@ -331,16 +342,16 @@ class LoopNodes:
     @timed("induce", embeds=True)
     def induce(self, state: RunState) -> dict[str, Any]:
         """Skills from this generation's verified successes, added through the critic's review."""
-        if not self.a.config.induce_skills:
+        if not self.config.induce_skills:
             return {"new_skills": []}
         passed = [v["episode_id"] for v in state["verdicts"] if v["passed"]]
         if not passed:
             return {"new_skills": []}
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             episodes = list(session.scalars(select(Episode).where(Episode.id.in_(passed))))
         clock = time.perf_counter()
-        candidates = induce_skills(episodes, library=self.a.library)
-        decisions = review_skills(candidates, self.a.library)
+        candidates = induce_skills(episodes, library=self.library)
+        decisions = review_skills(candidates, self.library)
         seconds = time.perf_counter() - clock
         added: list[NewSkill] = []
         for candidate, decision in zip(candidates, decisions, strict=True):
@@ -370,7 +381,7 @@ class LoopNodes:
             }
             for v in state["verdicts"]
         ]
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             run = repo.get_run(session, run_id=run_id)
             if generation not in run.summary.get("assessed", []):
                 CapabilityProfile().update_many(session, observations)
@@ -388,10 +399,10 @@ class LoopNodes:
             for episode_id, skills in uses:
                 for name in skills or []:
                     try:
-                        self.a.library.record_use(name, passed.get(episode_id, False))
+                        self.library.record_use(name, passed.get(episode_id, False))
                     except UnknownSkill:
                         log.info("skill %s used in episode %s is gone; not credited", name, episode_id)
-            with self.a.db.session() as session:
+            with self.db.session() as session:
                 run = repo.get_run(session, run_id=run_id)
                 run.summary = {**run.summary, "credited": [*run.summary.get("credited", []), generation]}
         return {}
@@ -399,12 +410,12 @@ class LoopNodes:
     @timed("record")
     def record(self, state: RunState) -> dict[str, Any]:
         run_id, generation = state["run_id"], state["generation"]
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             run = repo.get_run(session, run_id=run_id)
             before = (run.summary.get("generations", {}).get(str(generation - 1)) or {}).get("usage_total", {})
             after = repo.llm_usage(session, run_id=run_id)
         summary = summarize(
-            self.a.db,
+            self.db,
             generation=generation,
             tasks=state["tasks"],
             episode_ids=state["episode_ids"],
@@ -418,7 +429,7 @@ class LoopNodes:
             embedding_seconds=sum(state.get("embedding_seconds", {}).values()),
             embedded_texts=sum(state.get("embedded_texts", {}).values()),
         )
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             run = repo.get_run(session, run_id=run_id)
             generations = {**run.summary.get("generations", {}), str(generation): summary.model_dump(mode="json")}
             run.summary = {**run.summary, "generations": generations}
@@ -439,22 +450,22 @@ class LoopNodes:
         """A harness-critic round on each environment whose harness the run does not pin, with the model the gate
         judges (the champion). A round already archived for this run (killed before its checkpoint) is not held
         again; the next generation's propose picks up whatever each round promoted."""
-        run_id, cfg = state["run_id"], self.a.config
+        run_id, cfg = state["run_id"], self.config
         round_ = state.get("harness_rounds", 0)
         model_version = self._champion_version()
         clock = time.perf_counter()
-        for name, env in self.a.environments.items():
+        for name, env in self.environments.items():
             if name in cfg.harnesses:
                 continue
-            with self.a.db.session() as session:
+            with self.db.session() as session:
                 if round_done(session, name, run_id=run_id, round_=round_):
                     continue
             out = run_round(
-                self.a.db,
-                self.a.gateway,
+                self.db,
+                self.gateway,
                 env,
                 model_version=model_version,
-                settings=self.a.harness_critic,
+                settings=self.harness_critic,
                 default=default_harness_for(env),
                 round_=round_,
                 run_id=run_id,
@@ -485,47 +496,47 @@ class LoopNodes:
         return {"outcome": "finished"}
 
     def exhausted(self, state: RunState) -> dict[str, Any]:
-        reason = self.a.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) or "budget spent"
+        reason = self.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) or "budget spent"
         self._end(state, "budget_exhausted", "budget_exhausted", reason=reason)
         return {"outcome": "budget_exhausted"}
 
     # routing
 
     def after_propose(self, state: RunState) -> str:
-        return "exhausted" if self.a.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) else "execute"
+        return "exhausted" if self.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) else "execute"
 
     def after_record(self, state: RunState) -> str:
-        if state["generation"] >= self.a.config.generations:
+        if state["generation"] >= self.config.generations:
             return "finish"
-        if self.a.budget_spent(state["run_id"], state.get("active_seconds", 0.0)):
+        if self.budget_spent(state["run_id"], state.get("active_seconds", 0.0)):
             return "exhausted"
         return "improve_harness" if self._harness_round_due(state) else "propose"
 
     def after_harness(self, state: RunState) -> str:
-        return "exhausted" if self.a.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) else "propose"
+        return "exhausted" if self.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) else "propose"
 
     def _harness_round_due(self, state: RunState) -> bool:
-        every = self.a.config.harness_critic_every
+        every = self.config.harness_critic_every
         return every > 0 and state.get("episodes_done", 0) >= (state.get("harness_rounds", 0) + 1) * every
 
     # helpers
 
     def _champion_version(self) -> str:
-        if not self.a.config.follow_champion:
-            return self.a.config.model_version
-        with self.a.db.session() as session:
+        if not self.config.follow_champion:
+            return self.config.model_version
+        with self.db.session() as session:
             return registry.champion(session)
 
     def _follow_promoted_harnesses(self) -> None:
         """Each environment the run does not pin runs under its release harness (promoted by the harness-critic or
         `lamarck harness promote`), from the next episode on."""
-        for name, env in self.a.environments.items():
-            if name not in self.a.config.harnesses:
-                self.a.harnesses[name] = release_harness(self.a.db, env)
+        for name, env in self.environments.items():
+            if name not in self.config.harnesses:
+                self.harnesses[name] = release_harness(self.db, env)
 
     def _end(self, state: RunState, status: str, event: str, reason: str | None) -> None:
         run_id = state["run_id"]
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             repo.set_run_status(session, run_id=run_id, status=status)
             done = repo.get_run(session, run_id=run_id).generations_done
             usage = repo.llm_usage(session, run_id=run_id)
@@ -540,12 +551,12 @@ class LoopNodes:
 
     def _embedding_cost(self) -> EmbeddingCost:
         """What the embedding functions of the lessons' and skills' memory have cost so far (usually one, shared)."""
-        owners = [self.a.library.memory, self.a.lessons.collection if self.a.lessons is not None else None]
+        owners = [self.library.memory, self.lessons.collection if self.lessons is not None else None]
         found = {id(stats): stats for owner in owners if (stats := stats_of(owner)) is not None}
         return sum((stats.snapshot() for stats in found.values()), EmbeddingCost())
 
     def _stored_tasks(self, run_id: str, generation: int) -> list[TaskItem] | None:
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             rows = {
                 t.id: t
                 for t in session.scalars(select(Task).where(Task.run_id == run_id, Task.generation == generation))
@@ -570,7 +581,7 @@ class LoopNodes:
 
     def _store_tasks(self, run_id: str, generation: int, proposed: list[ProposedTask]) -> list[TaskItem]:
         items: list[TaskItem] = []
-        with self.a.db.session() as session:  # one transaction: a generation's tasks exist all together or not at all
+        with self.db.session() as session:  # one transaction: a generation's tasks exist all together or not at all
             for index, p in enumerate(proposed):
                 task = repo.add_task(
                     session,
@@ -589,7 +600,7 @@ class LoopNodes:
 
     def _episode_ids_by_prefix(self, prefix: str) -> list[str]:
         """A generation's recorded episodes in task and sample order ([] when the node has not recorded them)."""
-        with self.a.db.session() as session:
+        with self.db.session() as session:
             rows = list(
                 session.execute(
                     select(Episode.idempotency_key, Episode.id).where(Episode.idempotency_key.like(f"{prefix}:t%"))
@@ -598,16 +609,16 @@ class LoopNodes:
         return [episode_id for _, episode_id in sorted(rows, key=lambda row: _key_order(row[0]))]
 
     def _emit(self, type: str, run_id: str, **payload: Any) -> None:
-        event = self.a.bus.publish(type, payload, run_id=run_id)
-        if self.a.listener is not None:
+        event = self.bus.publish(type, payload, run_id=run_id)
+        if self.listener is not None:
             try:
-                self.a.listener.on_event(event)
+                self.listener.on_event(event)
             except Exception:  # a broken progress display must not stop the run
                 log.exception("listener failed on %s", type)
 
     def _notify(self, node: str, generation: int, *, finished: bool) -> None:
-        if self.a.listener is not None:
+        if self.listener is not None:
             try:
-                self.a.listener.on_node(node, generation, finished)
+                self.listener.on_node(node, generation, finished)
             except Exception:
                 log.exception("listener failed on node %s", node)

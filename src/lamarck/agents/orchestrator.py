@@ -14,10 +14,8 @@ status; ``resume`` does the same for a run that was stopped, failed or killed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -30,7 +28,7 @@ from lamarck.agents.curriculum_proposer import CurriculumProposer
 from lamarck.agents.evaluation import release_harness
 from lamarck.agents.executor import Executor
 from lamarck.agents.harness import HarnessSpec, load_harness
-from lamarck.agents.nodes import LoopListener, LoopNodes, RunAgents
+from lamarck.agents.nodes import LoopListener, LoopNodes
 from lamarck.agents.runs import (
     RunConfig,
     RunError,
@@ -47,14 +45,8 @@ from lamarck.curriculum.environment import Environment
 from lamarck.curriculum.frontier import FrontierSelector
 from lamarck.curriculum.learnable import LearnableFrontier
 from lamarck.curriculum.registry import get_environment
-from lamarck.memory.lessons import LessonStore
-from lamarck.platform.events import EventBus
-from lamarck.platform.llm.gateway import LLMGateway
-from lamarck.platform.sandbox import Sandbox
-from lamarck.platform.settings import HarnessCriticSettings
+from lamarck.platform.container import Container
 from lamarck.platform.storage import repositories as repo
-from lamarck.platform.storage.database import Database
-from lamarck.skills_library.library import SkillLibrary
 
 log = logging.getLogger(__name__)
 
@@ -90,49 +82,6 @@ def supersteps_per_generation(graph: CompiledStateGraph) -> int:
     return len(graph.get_graph().nodes)
 
 
-@dataclass
-class Services:
-    """The stores and clients a run uses, from the composition root (tests may pass their own)."""
-
-    db: Database
-    gateway: LLMGateway
-    sandbox: Sandbox
-    data_dir: Path
-    library: SkillLibrary
-    lessons: LessonStore | None = None
-    default_concurrency: int = 32
-    seed_builtins: bool = True  # add the built-in skills before a run (verified once per database, then a no-op)
-    harness_critic: HarnessCriticSettings = field(default_factory=HarnessCriticSettings)
-    bus: EventBus = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.bus = EventBus(self.db)
-
-
-@contextmanager
-def open_services(container: Any) -> Iterator[Services]:
-    """Services over a Container: its database, gateway and sandbox, plus the vector memory for lessons and skills."""
-    from lamarck.memory.chroma import open_memory
-
-    settings = container.settings
-    memory = open_memory(settings)
-    try:
-        lessons = LessonStore(container.db, memory.lessons, dedup_distance=settings.memory.dedup_threshold)
-        library = SkillLibrary(container.db, container.sandbox, memory)
-        yield Services(
-            db=container.db,
-            gateway=container.gateway,
-            sandbox=container.sandbox,
-            data_dir=settings.data_dir,
-            library=library,
-            lessons=lessons,
-            default_concurrency=settings.engine.max_batch_size,
-            harness_critic=settings.harness_critic,
-        )
-    finally:
-        memory.close()
-
-
 def _frontier(config: RunConfig, environments: dict[str, Environment]) -> FrontierSelector | LearnableFrontier:
     if config.frontier == "learnable":
         return LearnableFrontier.from_environments(environments.values())
@@ -154,25 +103,27 @@ class Orchestrator:
 
     def __init__(
         self,
-        services: Services,
+        container: Container,
         *,
         listener: LoopListener | None = None,
         between_generations: list[Callable[[str], None]] | None = None,
+        seed_builtins: bool = True,
     ) -> None:
-        self.services = services
+        self.container = container
         self.listener = listener
+        self.seed_builtins = seed_builtins  # add the built-in skills before a run (verified once per database)
         self.between_generations = list(between_generations or [])
 
     # starting and driving
 
     def start(self, config: RunConfig, *, name: str = "") -> str:
         """Validate the config against what exists and create the run (status pending); nothing is written on error."""
-        validate_config(config, self.services.db, self.services.gateway)
-        return create_run(self.services.db, config, name=name)
+        validate_config(config, self.container.db, self.container.gateway)
+        return create_run(self.container.db, config, name=name)
 
     def run(self, run_id: str) -> RunOutcome:
         """Drive a pending run from the start."""
-        with self.services.db.session() as session:
+        with self.container.db.session() as session:
             run = repo.get_run(session, run_id=run_id)
             if run.status != "pending":
                 raise RunError(f"run {run_id} is {run.status}: use `lamarck runs resume {run_id}`")
@@ -180,15 +131,15 @@ class Orchestrator:
 
     def resume(self, run_id: str) -> RunOutcome:
         """Continue a stopped, failed or killed run from its last checkpoint; finished work is not redone."""
-        with self.services.db.session() as session:
+        with self.container.db.session() as session:
             check_resumable(session, run_id)
         return self._drive(run_id, resumed=True)
 
     def _drive(self, run_id: str, *, resumed: bool) -> RunOutcome:
-        db = self.services.db
+        db = self.container.db
         with db.session() as session:
             config = load_config(claim(session, run_id))
-        with open_checkpointer(db, self.services.data_dir) as saver:
+        with open_checkpointer(db, self.container.settings.data_dir) as saver:
             graph = self._compile(config, saver)
             thread: dict[str, Any] = {
                 "configurable": {"thread_id": run_id},
@@ -241,7 +192,7 @@ class Orchestrator:
 
     def _settle(self, run_id: str, outcome: str) -> None:
         """A graph at its end whose last node's status write was lost (killed in between) gets it now."""
-        with self.services.db.session() as session:
+        with self.container.db.session() as session:
             status = repo.get_run(session, run_id=run_id).status
         if status != outcome:
             self._mark(
@@ -249,7 +200,7 @@ class Orchestrator:
             )
 
     def outcome(self, run_id: str) -> RunOutcome:
-        with self.services.db.session() as session:
+        with self.container.db.session() as session:
             run = repo.get_run(session, run_id=run_id)
             generations = run.summary.get("generations", {})
             summaries = [GenerationSummary.model_validate(generations[key]) for key in sorted(generations, key=int)]
@@ -264,10 +215,10 @@ class Orchestrator:
     # building the graph for one run
 
     def _compile(self, config: RunConfig, saver: BaseCheckpointSaver) -> CompiledStateGraph:
-        s = self.services
+        s = self.container
         environments = {name: get_environment(name, sandbox=s.sandbox) for name in config.environments}
         gateway_for_proposer = s.gateway if config.llm_share > 0 else None
-        agents = RunAgents(
+        nodes = LoopNodes(
             db=s.db,
             bus=s.bus,
             environments=environments,
@@ -279,7 +230,7 @@ class Orchestrator:
                 environments,
                 skills=s.library,
                 lessons=s.lessons,
-                max_concurrency=config.concurrency or s.default_concurrency,
+                max_concurrency=config.concurrency or s.settings.engine.max_batch_size,
             ),
             critic=Critic(s.gateway, environments, s.db, lessons=s.lessons),
             gateway=s.gateway,
@@ -289,16 +240,16 @@ class Orchestrator:
             harnesses=self._harnesses(config),
             budget_spent=lambda run_id, seconds: self.budget_spent(run_id, config, seconds),
             listener=self.listener,
-            harness_critic=s.harness_critic,
+            harness_critic=s.settings.harness_critic,
         )
-        if s.seed_builtins:
+        if self.seed_builtins:
             s.library.ensure_builtins()
-        return build_graph(LoopNodes(agents)).compile(checkpointer=saver)
+        return build_graph(nodes).compile(checkpointer=saver)
 
     def _harnesses(self, config: RunConfig) -> dict[str, HarnessSpec]:
         """Per environment: the harness the config pins, else the one its release is served with."""
-        harnesses = {name: release_harness(self.services.db, get_environment(name)) for name in config.environments}
-        with self.services.db.session() as session:
+        harnesses = {name: release_harness(self.container.db, get_environment(name)) for name in config.environments}
+        with self.container.db.session() as session:
             for name, harness_id in config.harnesses.items():
                 harnesses[name] = load_harness(session, harness_id=harness_id)
         return harnesses
@@ -308,7 +259,7 @@ class Orchestrator:
         budget = config.budget
         if budget.max_tokens is None and budget.max_cost_usd is None and budget.max_seconds is None:
             return None
-        with self.services.db.session() as session:
+        with self.container.db.session() as session:
             usage = repo.llm_usage(session, run_id=run_id)
         tokens = int(usage["prompt_tokens"] + usage["completion_tokens"])
         if budget.max_tokens is not None and tokens >= budget.max_tokens:
@@ -322,13 +273,13 @@ class Orchestrator:
     # status and events
 
     def _mark(self, run_id: str, status: str, event: str, *, reason: str | None, error: str | None = None) -> None:
-        with self.services.db.session() as session:
+        with self.container.db.session() as session:
             repo.set_run_status(session, run_id=run_id, status=status, error=error)
             done = repo.get_run(session, run_id=run_id).generations_done
         self._emit(event, run_id, reason=reason, generations_done=done)
 
     def _emit(self, type: str, run_id: str, **payload: Any) -> None:
-        event = self.services.bus.publish(type, payload, run_id=run_id)
+        event = self.container.bus.publish(type, payload, run_id=run_id)
         if self.listener is not None:
             try:
                 self.listener.on_event(event)

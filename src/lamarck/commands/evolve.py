@@ -95,7 +95,7 @@ def evolve(
 
     def body() -> None:
         from lamarck.agents.distillation import open_distillation
-        from lamarck.agents.orchestrator import Orchestrator, open_services
+        from lamarck.agents.orchestrator import Orchestrator
         from lamarck.agents.runs import RunError, parse_config, validate_config
         from lamarck.platform.settings import DEFAULT_MODEL_VERSION
         from lamarck.platform.storage import repositories as repo
@@ -134,21 +134,18 @@ def evolve(
                     **({"hints": hints} if hints else {}),
                 }
             )
-            validate_config(config, container.db, container.gateway)  # before the memory is opened or a run written
+            validate_config(config, container.db, container.gateway)  # before a worker starts or a run is written
             scheduling = container.settings.training.schedule if distill is None else distill
-            with open_services(container) as services, open_distillation(container, services.bus, scheduling) as driver:
-                orchestrator = Orchestrator(
-                    services, between_generations=[driver.between_generations] if driver else []
-                )
+            progress = LiveProgress(config.generations)
+            with open_distillation(container, container.bus, scheduling, notify=progress.note) as driver:
+                hooks = [driver.between_generations] if driver is not None else []
+                orchestrator = Orchestrator(container, listener=progress, between_generations=hooks)
                 run_id = orchestrator.start(config, name=name)
                 console.print(
                     f"run [bold]{run_id}[/] · {', '.join(config.environments)} · "
                     f"{config.generations} generations × {config.batch_size} tasks · model {version}"
                 )
-                with LiveProgress(config.generations) as progress:
-                    orchestrator.listener = progress
-                    if driver is not None:
-                        driver.notify = progress.note
+                with progress:
                     outcome = orchestrator.run(run_id)
                 if driver is not None and wait_training:
                     finish_training(driver)
@@ -334,7 +331,7 @@ def runs_resume(
 
     def body() -> None:
         from lamarck.agents.distillation import open_distillation
-        from lamarck.agents.orchestrator import Orchestrator, open_services
+        from lamarck.agents.orchestrator import Orchestrator
         from lamarck.agents.runs import check_resumable, load_config
 
         with container_from_settings() as container:
@@ -342,12 +339,11 @@ def runs_resume(
                 run = check_resumable(session, run_id)
                 config, done = load_config(run), run.generations_done
             scheduling = container.settings.training.schedule if distill is None else distill
-            with open_services(container) as services, open_distillation(container, services.bus, scheduling) as driver:
+            progress = LiveProgress(config.generations, done)
+            with open_distillation(container, container.bus, scheduling, notify=progress.note) as driver:
                 hooks = [driver.between_generations] if driver is not None else []
-                with LiveProgress(config.generations, done) as progress:
-                    if driver is not None:
-                        driver.notify = progress.note
-                    outcome = Orchestrator(services, listener=progress, between_generations=hooks).resume(run_id)
+                with progress:
+                    outcome = Orchestrator(container, listener=progress, between_generations=hooks).resume(run_id)
                 if driver is not None and wait_training:
                     finish_training(driver)
         _print_outcome(outcome)

@@ -43,19 +43,12 @@ def _library(*, with_memory: bool) -> Iterator[SkillLibrary]:
     from lamarck.skills_library.library import SkillLibrary
 
     with container_from_settings() as container:
-        memory = None
-        try:
-            if with_memory:
-                from lamarck.memory.chroma import open_memory
-
-                memory = open_memory(container.settings)
-            library = SkillLibrary(container.db, container.sandbox, memory)
-            if with_memory:  # before anything is added, so a built-in's name cannot be taken
-                library.ensure_builtins()
-            yield library
-        finally:
-            if memory is not None:
-                memory.close()
+        if with_memory:
+            library = container.library
+            library.ensure_builtins()  # before anything is added, so a built-in's name cannot be taken
+        else:
+            library = SkillLibrary(container.db, container.sandbox)
+        yield library
 
 
 @app.command("list")
