@@ -18,6 +18,7 @@ from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.curriculum.heldout import heldout_set
 from lamarck.platform.container import Container
+from lamarck.platform.event_types import JobFailed, JobStarted
 from lamarck.platform.events import EventBus
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, Settings, TrainingSettings
@@ -103,9 +104,10 @@ def test_schedules_one_job_at_a_time_and_reports_a_failed_one(tmp_path: Path, sq
         add_episode(sqlite_db, task, prompt, student=_student_view(prompt))
         assert driver.schedule() is None and len(sent) == 1  # the first job has not ended: rollouts just go on
 
-        bus.publish("job.started", {"job": first.job})
+        job = {"job": first.job, "task": "lamarck.train.distill", "celery_id": None, "attempt": 1, "redelivered": False}
+        bus.publish(JobStarted(**job))
         assert driver.in_flight() == [first.job]
-        bus.publish("job.failed", {"job": first.job, "error": "RuntimeError: out of memory"})
+        bus.publish(JobFailed(**job, error="RuntimeError: out of memory", final=True, retryable=True))
         assert driver.in_flight() == []
         assert any("failed: RuntimeError: out of memory" in note for note in notes)
         second = driver.schedule()

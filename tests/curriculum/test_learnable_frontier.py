@@ -72,7 +72,5 @@ def test_after_a_promotion_the_band_starts_just_above_what_the_new_student_solve
     ladder = {"python_functions": tuple(range(1, 9))}
     scores = {1: 1.0, 2: 0.9, 3: 0.33, 4: 0.0, 5: 0.0, 6: 0.0, 7: 0.0, 8: 0.0}
     evidence = {("python_functions", d): CellEvidence(student_greedy=s) for d, s in scores.items()}
-    picks = Counter(
-        slot.difficulty for slot in LearnableFrontier(ladder).select(evidence, 200, rng=random.Random(0))
-    )
+    picks = Counter(slot.difficulty for slot in LearnableFrontier(ladder).select(evidence, 200, rng=random.Random(0)))
     assert set(picks) == {3, 4}

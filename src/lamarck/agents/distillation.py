@@ -24,6 +24,7 @@ from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.heldout import dev_set, heldout_set
 from lamarck.curriculum.registry import get_environment, list_environments
 from lamarck.platform.container import Container
+from lamarck.platform.event_types import DistillationError, GateDecided, JobFailed, JobSucceeded
 from lamarck.platform.events import EventBus
 from lamarck.platform.storage import repositories as repo
 from lamarck.training import registry
@@ -32,7 +33,7 @@ from lamarck.training.pipeline import ScheduleResult, Sender, maybe_schedule_dis
 
 log = logging.getLogger(__name__)
 
-TERMINAL_JOB_EVENTS = ("job.succeeded", "job.failed")
+TERMINAL_JOB_EVENTS = (JobSucceeded.TYPE, JobFailed.TYPE)
 
 
 @dataclass
@@ -63,7 +64,7 @@ class Distillation:
             except Exception as exc:
                 message = one_line(exc)
                 log.exception("distillation step %s failed", step.__name__)
-                self.bus.publish("distillation.error", {"step": step.__name__, "error": message}, run_id=run_id)
+                self.bus.publish(DistillationError(step=step.__name__, error=message), run_id=run_id)
                 self.notify(f"distillation {step.__name__} failed: {message}")
 
     # scheduling
@@ -90,7 +91,7 @@ class Distillation:
                 event = repo.latest_job_event(session, job=job)
                 if event is None or event.type not in TERMINAL_JOB_EVENTS:
                     pending.append(job)
-                elif event.type == "job.failed" and job not in self.failed:
+                elif event.type == JobFailed.TYPE and job not in self.failed:
                     self.failed.add(job)
                     self.notify(f"distillation {job} failed: {event.payload.get('error', 'see the worker log')}")
         return pending
@@ -134,7 +135,7 @@ class Distillation:
                         scores={"gate": {"error": message}},
                         reason=f"gate could not evaluate it: {message}",
                     )
-                self.bus.publish("model.gate", {"candidate": candidate.id, "promote": False, "error": message})
+                self.bus.publish(GateDecided(candidate=candidate.id, promote=False, error=message))
                 self.notify(f"gate: {candidate.id} refused — could not evaluate it: {message}")
         return decisions
 
@@ -219,7 +220,7 @@ class Distillation:
                 reason=reason,
                 scores={"gate": {}, "gate_p_value": None, "gate_look": look},
             )
-        self.bus.publish("model.gate", decision.model_dump(mode="json"))
+        self.bus.publish(GateDecided.model_validate(decision.model_dump(mode="json")))
         self.notify(f"gate: {candidate} kept as candidate — {reason}")
         if trained:
             self.compare_on_dev(candidate, champion, trained, reason)

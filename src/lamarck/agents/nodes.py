@@ -34,6 +34,19 @@ from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.memory.embedding_stats import EmbeddingCost, stats_of
 from lamarck.memory.lessons import LessonStore
+from lamarck.platform.event_types import (
+    BudgetExhausted,
+    EpisodeFinished,
+    Event,
+    GenerationSummarized,
+    HarnessRoundHeld,
+    HintLadderRan,
+    LessonLearned,
+    RunFinished,
+    SkillAdded,
+    TasksProposed,
+    VerdictGiven,
+)
 from lamarck.platform.events import BusEvent, EventBus
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import HarnessCriticSettings
@@ -156,15 +169,16 @@ class LoopNodes:
             for item in items:
                 sources[item["source"]] = sources.get(item["source"], 0) + 1
             self._emit(
-                "tasks_proposed",
+                TasksProposed(
+                    generation=generation,
+                    count=len(items),
+                    sources=sources,
+                    llm_attempted=out.llm_attempted,
+                    llm_accepted=out.llm_accepted,
+                    fallbacks=out.fallbacks,
+                    rejections=out.rejection_counts,
+                ),
                 run_id,
-                generation=generation,
-                count=len(items),
-                sources=sources,
-                llm_attempted=out.llm_attempted,
-                llm_accepted=out.llm_accepted,
-                fallbacks=out.fallbacks,
-                rejections=out.rejection_counts,
             )
         return {
             "generation_started": started_at,
@@ -209,11 +223,12 @@ class LoopNodes:
             )
             attempts = ladder.attempts
             self._emit(
-                "hint_ladder",
+                HintLadderRan(
+                    generation=generation,
+                    rungs=[r.model_dump(mode="json") for r in ladder.rungs],
+                    solved_at={str(k): v.value for k, v in ladder.solved_at.items()},
+                ),
                 run_id,
-                generation=generation,
-                rungs=[r.model_dump(mode="json") for r in ladder.rungs],
-                solved_at={str(k): v.value for k, v in ladder.solved_at.items()},
             )
         seconds = time.perf_counter() - clock
         ids = record_attempts(
@@ -228,20 +243,21 @@ class LoopNodes:
         for attempt, episode_id in zip(attempts, ids, strict=True):
             task = tasks[attempt.task_index]
             self._emit(
-                "episode_finished",
+                EpisodeFinished(
+                    generation=generation,
+                    episode_id=episode_id,
+                    task_id=items[attempt.task_index]["task_id"],
+                    environment=task.environment,
+                    difficulty=task.difficulty,
+                    sample=attempt.sample_index,
+                    hint=attempt.hint_level.value,
+                    outcome="answered" if attempt.failure_reason is None else "no_answer",
+                    failure_reason=attempt.failure_reason,
+                    steps=attempt.steps,
+                    skills_used=attempt.skills_used,
+                    tokens=attempt.prompt_tokens + attempt.completion_tokens,
+                ),
                 run_id,
-                generation=generation,
-                episode_id=episode_id,
-                task_id=items[attempt.task_index]["task_id"],
-                environment=task.environment,
-                difficulty=task.difficulty,
-                sample=attempt.sample_index,
-                hint=attempt.hint_level.value,
-                outcome="answered" if attempt.failure_reason is None else "no_answer",
-                failure_reason=attempt.failure_reason,
-                steps=attempt.steps,
-                skills_used=attempt.skills_used,
-                tokens=attempt.prompt_tokens + attempt.completion_tokens,
             )
         return {"episode_ids": ids, "agent_seconds": {"execute": seconds}}
 
@@ -317,25 +333,27 @@ class LoopNodes:
             if v.reused:
                 continue
             self._emit(
-                "verdict",
+                VerdictGiven(
+                    generation=generation,
+                    episode_id=v.episode_id,
+                    passed=v.passed,
+                    reward=v.reward,
+                    source=v.source,
+                    judge_passed=v.judge_passed,
+                    repaired_episode_id=v.repaired_episode_id,
+                ),
                 run_id,
-                generation=generation,
-                episode_id=v.episode_id,
-                passed=v.passed,
-                reward=v.reward,
-                source=v.source,
-                judge_passed=v.judge_passed,
-                repaired_episode_id=v.repaired_episode_id,
             )
             if lesson is not None:
                 self._emit(
-                    "lesson",
+                    LessonLearned(
+                        generation=generation,
+                        lesson_id=lesson.id,
+                        episode_id=v.episode_id,
+                        text=lesson.text,
+                        merged=not new_lesson,
+                    ),
                     run_id,
-                    generation=generation,
-                    lesson_id=lesson.id,
-                    episode_id=v.episode_id,
-                    text=lesson.text,
-                    merged=not new_lesson,
                 )
         return {"verdicts": verdicts, "agent_seconds": {"critique": seconds}}
 
@@ -358,13 +376,14 @@ class LoopNodes:
             if decision.approved:
                 added.append(NewSkill(name=decision.name, episode_ids=list(candidate.source_episode_ids)))
                 self._emit(
-                    "skill_added",
+                    SkillAdded(
+                        generation=state["generation"],
+                        name=decision.name,
+                        version=decision.version,
+                        reason=decision.reason,
+                        episode_ids=candidate.source_episode_ids,
+                    ),
                     state["run_id"],
-                    generation=state["generation"],
-                    name=decision.name,
-                    version=decision.version,
-                    reason=decision.reason,
-                    episode_ids=candidate.source_episode_ids,
                 )
         return {"new_skills": added, "agent_seconds": {"induce": seconds}}
 
@@ -434,7 +453,7 @@ class LoopNodes:
             generations = {**run.summary.get("generations", {}), str(generation): summary.model_dump(mode="json")}
             run.summary = {**run.summary, "generations": generations}
             run.generations_done = max(run.generations_done, generation + 1)
-        self._emit("generation_summary", run_id, **summary.model_dump(mode="json"))
+        self._emit(GenerationSummarized(**summary.model_dump(mode="json")), run_id)
         passed_tasks = {v["task_id"] for v in state["verdicts"] if v["passed"]}
         failures = [item["spec"] for item in state["tasks"] if item["task_id"] not in passed_tasks]
         prompts = [item["spec"]["prompt"] for item in state["tasks"]]
@@ -471,17 +490,18 @@ class LoopNodes:
                 run_id=run_id,
             )
             self._emit(
-                "harness_round",
+                HarnessRoundHeld(
+                    generation=state["generation"],
+                    environment=name,
+                    round=round_,
+                    model_version=model_version,
+                    champion=out.champion_id,
+                    promoted=out.promoted,
+                    challengers=len(out.challengers),
+                    invalid=len(out.invalid),
+                    tasks_evaluated=out.tasks_evaluated,
+                ),
                 run_id,
-                generation=state["generation"],
-                environment=name,
-                round=round_,
-                model_version=model_version,
-                champion=out.champion_id,
-                promoted=out.promoted,
-                challengers=len(out.challengers),
-                invalid=len(out.invalid),
-                tasks_evaluated=out.tasks_evaluated,
             )
         seconds = time.perf_counter() - clock
         return {
@@ -492,12 +512,12 @@ class LoopNodes:
     # the ends of a run
 
     def finish(self, state: RunState) -> dict[str, Any]:
-        self._end(state, "finished", "run_finished", reason=None)
+        self._end(state, "finished", RunFinished, reason=None)
         return {"outcome": "finished"}
 
     def exhausted(self, state: RunState) -> dict[str, Any]:
         reason = self.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) or "budget spent"
-        self._end(state, "budget_exhausted", "budget_exhausted", reason=reason)
+        self._end(state, "budget_exhausted", BudgetExhausted, reason=reason)
         return {"outcome": "budget_exhausted"}
 
     # routing
@@ -534,19 +554,22 @@ class LoopNodes:
             if name not in self.config.harnesses:
                 self.harnesses[name] = release_harness(self.db, env)
 
-    def _end(self, state: RunState, status: str, event: str, reason: str | None) -> None:
+    def _end(
+        self, state: RunState, status: str, event: type[RunFinished | BudgetExhausted], reason: str | None
+    ) -> None:
         run_id = state["run_id"]
         with self.db.session() as session:
             repo.set_run_status(session, run_id=run_id, status=status)
             done = repo.get_run(session, run_id=run_id).generations_done
             usage = repo.llm_usage(session, run_id=run_id)
         self._emit(
-            event,
+            event(
+                generations_done=done,
+                reason=reason,
+                usage=usage,
+                active_seconds=round(state.get("active_seconds", 0.0), 3),
+            ),
             run_id,
-            generations_done=done,
-            reason=reason,
-            usage=usage,
-            active_seconds=round(state.get("active_seconds", 0.0), 3),
         )
 
     def _embedding_cost(self) -> EmbeddingCost:
@@ -608,13 +631,13 @@ class LoopNodes:
             )
         return [episode_id for _, episode_id in sorted(rows, key=lambda row: _key_order(row[0]))]
 
-    def _emit(self, type: str, run_id: str, **payload: Any) -> None:
-        event = self.bus.publish(type, payload, run_id=run_id)
+    def _emit(self, event: Event, run_id: str) -> None:
+        published = self.bus.publish(event, run_id=run_id)
         if self.listener is not None:
             try:
-                self.listener.on_event(event)
+                self.listener.on_event(published)
             except Exception:  # a broken progress display must not stop the run
-                log.exception("listener failed on %s", type)
+                log.exception("listener failed on %s", event.TYPE)
 
     def _notify(self, node: str, generation: int, *, finished: bool) -> None:
         if self.listener is not None:

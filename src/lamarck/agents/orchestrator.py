@@ -46,6 +46,15 @@ from lamarck.curriculum.frontier import FrontierSelector
 from lamarck.curriculum.learnable import LearnableFrontier
 from lamarck.curriculum.registry import get_environment
 from lamarck.platform.container import Container
+from lamarck.platform.event_types import (
+    BudgetExhausted,
+    Event,
+    RunFailed,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    RunStopped,
+)
 from lamarck.platform.storage import repositories as repo
 
 log = logging.getLogger(__name__)
@@ -160,12 +169,14 @@ class Orchestrator:
                     "episodes_done": 0,
                     "harness_rounds": 0,
                 }
+            opened = RunResumed if resumed else RunStarted
             self._emit(
-                "run_resumed" if resumed else "run_started",
+                opened(
+                    config=config.model_dump(mode="json"),
+                    next=list(snapshot.next),
+                    generation=snapshot.values.get("generation", 0),
+                ),
                 run_id,
-                config=config.model_dump(mode="json"),
-                next=list(snapshot.next),
-                generation=snapshot.values.get("generation", 0),
             )
             stopped = False
             try:
@@ -177,15 +188,15 @@ class Orchestrator:
                         for hook in self.between_generations:
                             hook(run_id)
             except KeyboardInterrupt:
-                self._mark(run_id, "stopped", "run_stopped", reason="interrupted")
+                self._mark(run_id, "stopped", RunStopped, reason="interrupted")
                 raise
             except Exception as exc:
                 message = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
-                self._mark(run_id, "failed", "run_failed", reason=message, error=message)
+                self._mark(run_id, "failed", RunFailed, reason=message, error=message)
                 raise
             final = graph.get_state(thread)
         if stopped:
-            self._mark(run_id, "stopped", "run_stopped", reason="stop requested")
+            self._mark(run_id, "stopped", RunStopped, reason="stop requested")
         elif not final.next:
             self._settle(run_id, final.values.get("outcome") or "finished")
         return self.outcome(run_id)
@@ -195,9 +206,8 @@ class Orchestrator:
         with self.container.db.session() as session:
             status = repo.get_run(session, run_id=run_id).status
         if status != outcome:
-            self._mark(
-                run_id, outcome, "run_finished" if outcome == "finished" else outcome, reason="settled on resume"
-            )
+            ended = RunFinished if outcome == "finished" else BudgetExhausted
+            self._mark(run_id, outcome, ended, reason="settled on resume")
 
     def outcome(self, run_id: str) -> RunOutcome:
         with self.container.db.session() as session:
@@ -272,16 +282,24 @@ class Orchestrator:
 
     # status and events
 
-    def _mark(self, run_id: str, status: str, event: str, *, reason: str | None, error: str | None = None) -> None:
+    def _mark(
+        self,
+        run_id: str,
+        status: str,
+        event: type[RunStopped | RunFailed | RunFinished | BudgetExhausted],
+        *,
+        reason: str | None,
+        error: str | None = None,
+    ) -> None:
         with self.container.db.session() as session:
             repo.set_run_status(session, run_id=run_id, status=status, error=error)
             done = repo.get_run(session, run_id=run_id).generations_done
-        self._emit(event, run_id, reason=reason, generations_done=done)
+        self._emit(event(reason=reason, generations_done=done), run_id)
 
-    def _emit(self, type: str, run_id: str, **payload: Any) -> None:
-        event = self.container.bus.publish(type, payload, run_id=run_id)
+    def _emit(self, event: Event, run_id: str) -> None:
+        published = self.container.bus.publish(event, run_id=run_id)
         if self.listener is not None:
             try:
-                self.listener.on_event(event)
+                self.listener.on_event(published)
             except Exception:
-                log.exception("listener failed on %s", type)
+                log.exception("listener failed on %s", event.TYPE)

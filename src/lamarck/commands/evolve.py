@@ -200,28 +200,34 @@ class LiveProgress:
             self.progress.update(self.task, description=f"generation {generation + 1}/{self.generations} · {node}")
 
     def on_event(self, event: BusEvent) -> None:
-        payload = event.payload
-        if event.type == "tasks_proposed":
-            sources = ", ".join(f"{count} {source}" for source, count in sorted(payload["sources"].items()))
-            self.progress.console.print(f"generation {payload['generation'] + 1}: {payload['count']} tasks ({sources})")
-        elif event.type == "skill_added":
-            self.progress.console.print(f"  new skill [bold]{payload['name']}[/] ({payload['reason']})")
-        elif event.type == "generation_summary":
-            from lamarck.agents.summary import GenerationSummary
+        from lamarck.platform import event_types as events
 
-            self.progress.advance(self.task)
-            self.progress.console.print(summary_table(GenerationSummary.model_validate(payload)))
-        elif event.type == "harness_round":
-            winner = payload["promoted"] or "none, the champion harness stays"
-            self.progress.console.print(
-                f"  harness-critic round {payload['round']} on {payload['environment']}: {payload['challengers']} "
-                f"challengers, {payload['invalid']} invalid, {payload['tasks_evaluated']} task evaluations · "
-                f"promoted: {winner}",
-                highlight=False,
-                markup=False,
-            )
-        elif event.type in ("budget_exhausted", "run_stopped", "run_failed") and payload.get("reason"):
-            self.progress.console.print(f"{event.type.replace('_', ' ')}: {payload['reason']}")
+        console = self.progress.console
+        match event.parsed():
+            case events.TasksProposed(generation=generation, count=count, sources=sources):
+                listed = ", ".join(f"{n} {source}" for source, n in sorted(sources.items()))
+                console.print(f"generation {generation + 1}: {count} tasks ({listed})")
+            case events.SkillAdded(name=name, reason=reason):
+                console.print(f"  new skill [bold]{name}[/] ({reason})")
+            case events.GenerationSummarized():
+                from lamarck.agents.summary import GenerationSummary
+
+                self.progress.advance(self.task)
+                console.print(summary_table(GenerationSummary.model_validate(event.payload)))
+            case events.HarnessRoundHeld() as held:
+                winner = held.promoted or "none, the champion harness stays"
+                console.print(
+                    f"  harness-critic round {held.round} on {held.environment}: {held.challengers} challengers, "
+                    f"{held.invalid} invalid, {held.tasks_evaluated} task evaluations · promoted: {winner}",
+                    highlight=False,
+                    markup=False,
+                )
+            case (
+                events.BudgetExhausted(reason=str(reason))
+                | events.RunStopped(reason=str(reason))
+                | events.RunFailed(reason=str(reason))
+            ):
+                console.print(f"{event.type.replace('_', ' ')}: {reason}")
 
 
 def summary_table(summary: GenerationSummary) -> Table:

@@ -1,9 +1,9 @@
-"""The event bus: structured events, persisted with monotonic ids so any reader can replay or resume.
+"""The event bus: typed events (``event_types.py``), persisted with monotonic ids so any reader can replay or resume.
 
-Writers call ``publish``; the event is stored in SQL first, so a late reader replays it
-with ``replay(after_id=...)`` and a live reader resumes from the last id it saw with
-``follow``. Readers in the same process are woken at once; readers in other processes
-(distributed mode) notice new rows on their next poll.
+Writers call ``publish`` with an event model, the only thing it accepts; the event is stored in SQL first, so a
+late reader replays it with ``replay(after_id=...)`` and a live reader resumes from the last id it saw with
+``follow``. Readers in the same process are woken at once; readers in other processes (distributed mode) notice
+new rows on their next poll.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from lamarck.platform.event_types import Event, parse_event
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 
@@ -27,6 +28,10 @@ class BusEvent(BaseModel):
     payload: dict[str, Any]
     created_at: datetime
 
+    def parsed(self) -> Event | None:
+        """The typed event; None for a type this version does not know (a reader shows it raw)."""
+        return parse_event(self.type, self.payload)
+
 
 class EventBus:
     def __init__(self, db: Database, *, poll_seconds: float = 0.5) -> None:
@@ -34,9 +39,14 @@ class EventBus:
         self.poll_seconds = poll_seconds
         self._published = threading.Condition()
 
-    def publish(self, type: str, payload: dict[str, Any] | None = None, *, run_id: str | None = None) -> BusEvent:
+    def publish(self, event: Event, *, run_id: str | None = None) -> BusEvent:
+        if not isinstance(event, Event):
+            raise TypeError(
+                f"the bus takes an event model from lamarck.platform.event_types, not {type(event).__name__}"
+            )
+        payload = event.model_dump(mode="json")
         with self.db.session() as session:
-            stored = repo.append_event(session, type=type, payload=dict(payload or {}), run_id=run_id)
+            stored = repo.append_event(session, type=event.TYPE, payload=payload, run_id=run_id)
             event = _to_bus(stored)
         with self._published:
             self._published.notify_all()

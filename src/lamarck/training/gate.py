@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.heldout import heldout_digest, heldout_set, set_name
+from lamarck.platform.event_types import GateDecided
 from lamarck.platform.events import EventBus
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -253,4 +254,4 @@ def record_decision(
         decision.reason,
     )
     if bus is not None:
-        bus.publish("model.gate", payload)
+        bus.publish(GateDecided.model_validate(payload))

@@ -23,6 +23,13 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 
 from lamarck.platform.container import Container
+from lamarck.platform.event_types import (
+    CandidateTrained,
+    TrainingDatasetRefused,
+    TrainingMetrics,
+    TrainingRefused,
+    TrainingScheduled,
+)
 from lamarck.platform.events import EventBus
 from lamarck.platform.storage.records import Episode, ModelVersion
 from lamarck.training import registry
@@ -81,7 +88,7 @@ def record_refusal(container: Container, refusal_record: Refusal, bus: EventBus 
     tmp.replace(path)
     log.warning("training: %s refused: %s", refusal_record.version_id, refusal_record.reason)
     if bus is not None:
-        bus.publish("training.refused", refusal_record.model_dump(mode="json"))
+        bus.publish(TrainingRefused.model_validate(refusal_record.model_dump(mode="json")))
 
 
 def distill_job_key(parent_version: str, dataset_digest: str) -> str:
@@ -200,8 +207,7 @@ def maybe_schedule_distillation(
         except DatasetRefused as exc:
             if bus is not None:
                 bus.publish(
-                    "training.dataset_refused",
-                    {"parent_version": parent, "dataset_digest": dataset.digest, "reason": str(exc)},
+                    TrainingDatasetRefused(parent_version=parent, dataset_digest=dataset.digest, reason=str(exc))
                 )
             return ScheduleResult(
                 scheduled=False,
@@ -213,13 +219,12 @@ def maybe_schedule_distillation(
     send("lamarck.train.distill", {"parent_version": parent, "dataset_digest": dataset.digest})
     if bus is not None:
         bus.publish(
-            "training.scheduled",
-            {
-                "parent_version": parent,
-                "dataset_digest": dataset.digest,
-                "rows": len(dataset.rows),
-                "pairs": len(dataset.pairs),
-            },
+            TrainingScheduled(
+                parent_version=parent,
+                dataset_digest=dataset.digest,
+                rows=len(dataset.rows),
+                pairs=len(dataset.pairs),
+            )
         )
     return ScheduleResult(
         scheduled=True,
@@ -270,7 +275,7 @@ def train_candidate(
 
     def sink(metrics: dict[str, Any]) -> None:
         if bus is not None:
-            bus.publish("training.metrics", {"version": version_id, **metrics})
+            bus.publish(TrainingMetrics(version=version_id, **metrics))
 
     from lamarck.training.sft import train_sft
 
@@ -341,16 +346,15 @@ def train_candidate(
     if bus is not None:
         validation = result.validation
         bus.publish(
-            "model.candidate",
-            {
-                "version": version_id,
-                "parent": parent_version,
-                "digest": dataset_digest,
-                "first_loss": result.first_loss,
-                "last_loss": result.last_loss,
-                "val_loss_start": validation.start_loss if validation else None,
-                "val_loss_best": validation.best_loss if validation else None,
-            },
+            CandidateTrained(
+                version=version_id,
+                parent=parent_version,
+                digest=dataset_digest,
+                first_loss=result.first_loss,
+                last_loss=result.last_loss,
+                val_loss_start=validation.start_loss if validation else None,
+                val_loss_best=validation.best_loss if validation else None,
+            )
         )
     return CandidateResult(
         version_id=version_id,

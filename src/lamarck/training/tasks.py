@@ -20,6 +20,7 @@ from celery import Task
 from celery.signals import worker_process_init
 
 from lamarck.platform.container import Container
+from lamarck.platform.event_types import JobDeferred, JobFailed, JobProgress, JobRetrying, JobStarted, JobSucceeded
 from lamarck.platform.events import EventBus
 from lamarck.platform.workers import LeaseBusy, LeaseLost, app, lease, settings_of, worker_torch_threads
 
@@ -76,30 +77,30 @@ def guarded(task: Task, key: str, kwargs: dict[str, Any], body: Callable[[Any], 
     }
     try:
         with lease(settings, key) as lost:
-            bus().publish("job.started", info)
+            bus().publish(JobStarted(**info))
             result = body(lost)
             if lost.is_set():
                 raise LeaseLost(f"lease on {key} was lost during the job")
     except LeaseBusy:
         countdown = max(1.0, settings.workers.lease_ttl_seconds / 4)
-        bus().publish("job.deferred", {**info, "reason": "lease busy", "countdown": countdown})
+        bus().publish(JobDeferred(**info, reason="lease busy", countdown=countdown))
         log.info("job %s: lease busy; checking again in %.0fs", key, countdown)
         raise task.retry(kwargs=kwargs, countdown=countdown) from None
     except bad_input_errors() as exc:
-        bus().publish("job.failed", {**info, "error": _one_line(exc), "final": True, "retryable": False})
+        bus().publish(JobFailed(**info, error=_one_line(exc), final=True, retryable=False))
         log.warning("job %s failed: %s", key, _one_line(exc))
         return {"status": "failed", "error": _one_line(exc)}
     except Exception as exc:
         if attempt >= settings.workers.max_attempts:
-            bus().publish("job.failed", {**info, "error": _one_line(exc), "final": True, "retryable": True})
+            bus().publish(JobFailed(**info, error=_one_line(exc), final=True, retryable=True))
             log.error("job %s failed after %d attempts: %s", key, attempt, _one_line(exc))
             raise
         countdown = min(
             settings.workers.retry_backoff_seconds * 2**failures, settings.workers.retry_backoff_max_seconds
         )
-        bus().publish("job.retrying", {**info, "error": _one_line(exc), "countdown": countdown})
+        bus().publish(JobRetrying(**info, error=_one_line(exc), countdown=countdown))
         raise task.retry(kwargs={**kwargs, "failures": attempt}, countdown=countdown, exc=exc) from None
-    bus().publish("job.succeeded", {**info, "result": result})
+    bus().publish(JobSucceeded(**info, result=result))
     return result
 
 
@@ -137,7 +138,7 @@ def rehearse(
         for step in range(steps):
             if lost.is_set():
                 raise LeaseLost(f"lease on {job} lost at step {step}")
-            bus().publish("job.progress", {"job": f"rehearse:{job}", "step": step, "pid": os.getpid()})
+            bus().publish(JobProgress(job=f"rehearse:{job}", step=step, pid=os.getpid()))
             time.sleep(step_seconds)
         if fail:
             raise RuntimeError(f"rehearsal job {job} fails on purpose")
