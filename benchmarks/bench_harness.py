@@ -47,14 +47,19 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0, help="rounds per environment until this is spent")
     parser.add_argument("--env", nargs="+", default=["arithmetic", "string_ops"])
     parser.add_argument("--per-level", type=int, default=5, help="report-slice tasks per level")
-    parser.add_argument("--dev-per-level", type=int, default=4)
+    parser.add_argument("--dev-per-level", type=int, default=4, help="development-slice tasks per level")
+    parser.add_argument("--early-tasks", type=int, default=8, help="the small batch every challenger meets first")
+    parser.add_argument("--budget-tasks", type=int, default=400, help="task evaluations per round, champion included")
     parser.add_argument("--work", default=str(ROOT / ".bench-harness"))
     parser.add_argument("--out", default=str(RESULTS / "bench_harness.json"))
     args = parser.parse_args()
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
-    settings = Settings(data_dir=work, harness_critic=HarnessCriticSettings(dev_per_level=args.dev_per_level))
+    round_settings = HarnessCriticSettings(
+        dev_per_level=args.dev_per_level, early_tasks=args.early_tasks, budget_tasks=args.budget_tasks
+    )
+    settings = Settings(data_dir=work, harness_critic=round_settings)
     container = Container(settings)
     container.model_store.import_default(progress=True)
     summary: dict[str, Any] = {}
