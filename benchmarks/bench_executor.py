@@ -29,6 +29,7 @@ from rich.table import Table
 from lamarck.agents.executor import Executor, ExecutorInput, render_for_model
 from lamarck.agents.harness import default_harness
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
+from lamarck.platform.cpu import cpu_summary
 from lamarck.platform.llm.engine import LocalEngine
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.llm.model_store import ModelStore
@@ -38,20 +39,6 @@ from lamarck.platform.settings import EngineSettings, GatewaySettings, ModelRout
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
-
-
-def cpu_name() -> str:
-    """The CPU's model name and whether it has int8 dot-product instructions (they decide Q8_0's speed)."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "unknown"
-    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    vnni = [flag for flag in ("avx512_vnni", "avx_vnni", "amx_int8") if flag in flags]
-    return f"{name}, {'avx512' if 'avx512f' in flags else 'avx2' if 'avx2' in flags else 'no avx2'}" + (
-        f", {'/'.join(vnni)}" if vnni else ", no int8 dot-product instructions"
-    )
 
 
 def main() -> None:
@@ -122,7 +109,7 @@ def main() -> None:
             "work_efficiency_vs_raw_engine": loop_work_tps / raw_work_tps,
             "prefilled_per_generated_token": loop_prefilled / max(generated, 1),
         },
-        "cpu": cpu_name(),
+        "cpu": cpu_summary(),
         "executor_prefilled_tokens": loop_prefilled,
         "executor_work_tokens_per_s": loop_work_tps,
         "raw_prefilled_tokens": raw_prefilled,

@@ -26,6 +26,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when torch loads libgomp: before `import torch`
 import torch  # noqa: E402
 
+from lamarck.platform.cpu import cpu_summary  # noqa: E402
 from lamarck.platform.llm.model_store import ModelStore  # noqa: E402
 from lamarck.platform.settings import TrainingSettings  # noqa: E402
 from lamarck.training.device import choose_device  # noqa: E402
@@ -171,6 +172,7 @@ def main() -> None:
     report = {
         "summary": summary,
         "device": choose_device().__dict__,
+        "cpu": cpu_summary(),
         "params": params,
         "threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),

@@ -110,6 +110,16 @@ def test_deprecation_after_min_uses(db: Database, skill_sandbox: Sandbox) -> Non
         library.record_use("nope", True)
 
 
+def test_a_use_reported_again_under_its_key_is_counted_once(db: Database, skill_sandbox: Sandbox) -> None:
+    """A resumed assess node credits its generation's episodes again; each (episode, skill) counts once."""
+    library = SkillLibrary(db, skill_sandbox)
+    library.add(DOUBLE)
+    for _ in range(3):
+        view = library.record_use("double", True, use_key="episode-1:double")
+    view = library.record_use("double", False, use_key="episode-2:double")
+    assert view.times_used == 2 and view.times_succeeded == 1
+
+
 def test_builtins_pass_their_tests_and_seed_idempotently(library: SkillLibrary, skill_sandbox: Sandbox) -> None:
     for builtin in builtin_skills():
         run = run_tests(skill_sandbox, builtin.candidate.code, builtin.candidate.tests)

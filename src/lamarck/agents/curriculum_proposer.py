@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,7 +23,8 @@ from lamarck.agents.harness import load_prompt
 from lamarck.curriculum.environment import Environment, TaskSpec, normalise_prompt
 from lamarck.curriculum.frontier import FrontierSelector, FrontierSlot
 from lamarck.curriculum.heldout import is_heldout, training_task
-from lamarck.curriculum.learnable import LearnableFrontier
+from lamarck.curriculum.learnable import Cell, CellEvidence, LearnableFrontier
+from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.curriculum.proposals import SCHEMAS, ProposalRejected, build_task, parse_proposal
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 
@@ -38,9 +39,9 @@ Source = Literal["procedural", "llm", "replay"]
 class ProposerInput(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    profile: Any = Field(
-        description="what the frontier reads: a CapabilityProfile (Posteriors) for the Thompson "
-        "frontier, per-cell CellEvidence for the learnable-cells frontier"
+    profile: CapabilityProfile | dict[Cell, CellEvidence] = Field(
+        description="what the frontier reads: the capability profile for the Thompson frontier, per-cell evidence "
+        "for the learnable-cells frontier"
     )
     batch_size: int = Field(ge=1, le=4096)
     seed: int = 0

@@ -1,8 +1,9 @@
 """The loop's nodes: thin adapters from RunState to an agent's typed input, and from its output to a partial state.
 
-Every node is idempotent, because a resumed graph re-runs the node it was killed in: tasks
-have deterministic ids, episodes idempotency keys, the critic reuses verdicts it already
-wrote, and the profile update is marked done in the same transaction that applies it.
+Every node is idempotent, because a resumed graph re-runs the node it was killed in, and the keys that make it so
+live in the repositories: tasks have deterministic ids, episodes idempotency keys, the critic reuses verdicts it
+already wrote, the profile update writes its (run, step, generation) row in the transaction that applies it, and a
+skill's use is counted once per (episode, skill).
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
-
-from sqlalchemy import select
 
 from lamarck.agents.critic import Critic, CriticInput, EpisodeForReview
 from lamarck.agents.curriculum_proposer import CurriculumProposer, ProposedTask, ProposerInput
@@ -31,6 +30,7 @@ from lamarck.agents.state import NewSkill, RunState, TaskItem, VerdictItem
 from lamarck.agents.summary import summarize
 from lamarck.agents.teacher import HintLevel
 from lamarck.curriculum.environment import Environment, TaskSpec
+from lamarck.curriculum.learnable import Cell, CellEvidence
 from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.memory.embedding_stats import EmbeddingCost, stats_of
 from lamarck.memory.lessons import LessonStore
@@ -52,7 +52,6 @@ from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import HarnessCriticSettings
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
-from lamarck.platform.storage.records import Episode, Lesson, Task
 from lamarck.skills_library.induction import induce_skills
 from lamarck.skills_library.library import SkillLibrary, UnknownSkill
 from lamarck.training import registry
@@ -261,7 +260,7 @@ class LoopNodes:
             )
         return {"episode_ids": ids, "agent_seconds": {"execute": seconds}}
 
-    def _frontier_view(self, run_id: str, generation: int) -> object:
+    def _frontier_view(self, run_id: str, generation: int) -> CapabilityProfile | dict[Cell, CellEvidence]:
         """What the run's frontier reads: per-cell evidence for the current release, or the capability profile."""
         if self.config.frontier == "learnable":
             return cell_evidence(
@@ -293,7 +292,7 @@ class LoopNodes:
         run_id, generation, cfg = state["run_id"], state["generation"], self.config
         specs = {item["task_id"]: TaskSpec.model_validate(item["spec"]) for item in state["tasks"]}
         with self.db.session() as session:
-            episodes = {e.id: e for e in session.scalars(select(Episode).where(Episode.id.in_(state["episode_ids"])))}
+            episodes = repo.episodes_by_ids(session, state["episode_ids"])
             reviews = [
                 EpisodeForReview(
                     episode_id=e.id,
@@ -309,12 +308,7 @@ class LoopNodes:
         out = self.critic.run(CriticInput(episodes=reviews, judge=cfg.judge, repair=cfg.repair, run_id=run_id))
         seconds = time.perf_counter() - clock
         with self.db.session() as session:
-            lessons = {
-                lesson.id: lesson
-                for lesson in session.scalars(
-                    select(Lesson).where(Lesson.id.in_([v.lesson_id for v in out.verdicts if v.lesson_id]))
-                )
-            }
+            lessons = repo.lessons_by_ids(session, [v.lesson_id for v in out.verdicts if v.lesson_id])
         verdicts: list[VerdictItem] = []
         for v in out.verdicts:
             lesson = lessons.get(v.lesson_id) if v.lesson_id else None
@@ -366,7 +360,7 @@ class LoopNodes:
         if not passed:
             return {"new_skills": []}
         with self.db.session() as session:
-            episodes = list(session.scalars(select(Episode).where(Episode.id.in_(passed))))
+            episodes = list(repo.episodes_by_ids(session, passed).values())
         clock = time.perf_counter()
         candidates = induce_skills(episodes, library=self.library)
         decisions = review_skills(candidates, self.library)
@@ -401,29 +395,18 @@ class LoopNodes:
             for v in state["verdicts"]
         ]
         with self.db.session() as session:
-            run = repo.get_run(session, run_id=run_id)
-            if generation not in run.summary.get("assessed", []):
+            if repo.mark_step_done(session, run_id=run_id, step="assess", generation=generation):
                 CapabilityProfile().update_many(session, observations)
-                run.summary = {**run.summary, "assessed": [*run.summary.get("assessed", []), generation]}
-            credited = generation in run.summary.get("credited", [])
-            uses = (
-                []
-                if credited
-                else list(
-                    session.execute(select(Episode.id, Episode.skills_used).where(Episode.id.in_(state["episode_ids"])))
-                )
-            )
-        if not credited:
-            passed = {v["episode_id"]: v["passed"] for v in state["verdicts"]}
-            for episode_id, skills in uses:
-                for name in skills or []:
-                    try:
-                        self.library.record_use(name, passed.get(episode_id, False))
-                    except UnknownSkill:
-                        log.info("skill %s used in episode %s is gone; not credited", name, episode_id)
-            with self.db.session() as session:
-                run = repo.get_run(session, run_id=run_id)
-                run.summary = {**run.summary, "credited": [*run.summary.get("credited", []), generation]}
+            uses = {
+                e.id: list(e.skills_used or []) for e in repo.episodes_by_ids(session, state["episode_ids"]).values()
+            }
+        passed = {v["episode_id"]: v["passed"] for v in state["verdicts"]}
+        for episode_id, skills in uses.items():
+            for name in skills:
+                try:
+                    self.library.record_use(name, passed.get(episode_id, False), use_key=f"{episode_id}:{name}")
+                except UnknownSkill:
+                    log.info("skill %s used in episode %s is gone; not credited", name, episode_id)
         return {}
 
     @timed("record")
@@ -580,10 +563,7 @@ class LoopNodes:
 
     def _stored_tasks(self, run_id: str, generation: int) -> list[TaskItem] | None:
         with self.db.session() as session:
-            rows = {
-                t.id: t
-                for t in session.scalars(select(Task).where(Task.run_id == run_id, Task.generation == generation))
-            }
+            rows = {t.id: t for t in repo.generation_tasks(session, run_id=run_id, generation=generation)}
         if not rows:
             return None
         ordered = [rows[task_id_for(run_id, generation, i)] for i in range(len(rows))]
@@ -624,12 +604,8 @@ class LoopNodes:
     def _episode_ids_by_prefix(self, prefix: str) -> list[str]:
         """A generation's recorded episodes in task and sample order ([] when the node has not recorded them)."""
         with self.db.session() as session:
-            rows = list(
-                session.execute(
-                    select(Episode.idempotency_key, Episode.id).where(Episode.idempotency_key.like(f"{prefix}:t%"))
-                )
-            )
-        return [episode_id for _, episode_id in sorted(rows, key=lambda row: _key_order(row[0]))]
+            found = repo.episode_ids_by_key_prefix(session, prefix)
+        return [found[key] for key in sorted(found, key=_key_order)]
 
     def _emit(self, event: Event, run_id: str) -> None:
         published = self.bus.publish(event, run_id=run_id)

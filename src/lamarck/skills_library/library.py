@@ -157,10 +157,11 @@ class SkillLibrary:
 
     # usage
 
-    def record_use(self, name: str, success: bool) -> SkillView:
-        """Count one use; deprecate the skill when its success rate falls below the threshold after enough uses."""
+    def record_use(self, name: str, success: bool, *, use_key: str | None = None) -> SkillView:
+        """Count one use; deprecate the skill when its success rate falls below the threshold after enough uses.
+        A use with a ``use_key`` (what used it, e.g. an episode) is counted once, however often it is reported."""
         with self.db.session() as session:
-            skill = store.record_use(session, name=name, success=success)
+            skill = store.record_use(session, name=name, success=success, use_key=use_key)
             if skill is None:
                 raise UnknownSkill(f"no skill {name!r}: list them with `lamarck skills list`")
             rate = skill.times_succeeded / skill.times_used

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from lamarck.platform.storage.records import Skill, SkillVersion
+from lamarck.platform.storage.records import Skill, SkillUse, SkillVersion
 from lamarck.skills_library.skill import SkillVersionView, SkillView, provenance_label
 
 ACTIVE = "active"
@@ -70,10 +70,14 @@ def add_version(session: Session, *, skill: Skill, version: SkillVersion) -> Ski
     return version
 
 
-def record_use(session: Session, *, name: str, success: bool) -> Skill | None:
+def record_use(session: Session, *, name: str, success: bool, use_key: str | None = None) -> Skill | None:
     skill = find_skill(session, name=name)
     if skill is None:
         return None
+    if use_key is not None:
+        if session.get(SkillUse, use_key) is not None:
+            return skill
+        session.add(SkillUse(key=use_key, skill_name=name, success=success))
     skill.times_used += 1
     skill.times_succeeded += int(success)
     session.flush()

@@ -251,3 +251,24 @@ class Event(Base):
     type: Mapped[str] = mapped_column(String(50))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RunStepDone(Base):
+    """A once-per-generation step of a run that has been applied (its key is the idempotency: a resumed node that
+    finds its row skips the step, and the row is written in the transaction that applies it)."""
+
+    __tablename__ = "run_steps_done"
+    run_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    step: Mapped[str] = mapped_column(String(50), primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SkillUse(Base):
+    """One counted use of a skill, keyed by what used it (an episode), so counting it again changes nothing."""
+
+    __tablename__ = "skill_uses"
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    skill_name: Mapped[str] = mapped_column(String(100))
+    success: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

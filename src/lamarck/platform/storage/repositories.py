@@ -19,6 +19,7 @@ from lamarck.platform.storage.records import (
     LLMCall,
     ModelVersion,
     Run,
+    RunStepDone,
     Step,
     Task,
     Verdict,
@@ -64,6 +65,34 @@ def set_run_status(session: Session, *, run_id: str, status: str, error: str | N
 
 
 # tasks
+
+
+def mark_step_done(session: Session, *, run_id: str, step: str, generation: int) -> bool:
+    """Record that ``step`` of ``generation`` is applied, in the caller's transaction; False if it already was (the
+    caller then skips the step: a resumed node re-runs, its effects must not)."""
+    if session.get(RunStepDone, (run_id, step, generation)) is not None:
+        return False
+    session.add(RunStepDone(run_id=run_id, step=step, generation=generation))
+    session.flush()
+    return True
+
+
+def episodes_by_ids(session: Session, ids: list[str]) -> dict[str, Episode]:
+    return {e.id: e for e in session.scalars(select(Episode).where(Episode.id.in_(ids)))}
+
+
+def lessons_by_ids(session: Session, ids: list[str]) -> dict[str, Lesson]:
+    return {lesson.id: lesson for lesson in session.scalars(select(Lesson).where(Lesson.id.in_(ids)))}
+
+
+def generation_tasks(session: Session, *, run_id: str, generation: int) -> list[Task]:
+    return list(session.scalars(select(Task).where(Task.run_id == run_id, Task.generation == generation)))
+
+
+def episode_ids_by_key_prefix(session: Session, prefix: str) -> dict[str, str]:
+    """Idempotency key -> episode id for the episodes whose key starts ``<prefix>:t`` (one generation's)."""
+    query = select(Episode.idempotency_key, Episode.id).where(Episode.idempotency_key.like(f"{prefix}:t%"))
+    return {key: episode_id for key, episode_id in session.execute(query)}
 
 
 def add_task(
