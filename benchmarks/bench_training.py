@@ -111,8 +111,13 @@ def plain_loop(base: Path, data: list[dict], batch: int, steps: int, lora: bool,
 def trl_path(base: Path, batch: int, steps: int, full: bool, lr: float, train_rows: list[TrainingRow]) -> Rate:
     work = Path(tempfile.mkdtemp(prefix="bench-trl-"))
     try:
-        settings = TrainingSettings(
-            max_steps=steps, batch_size=batch, learning_rate=lr, full_finetune=full, save_steps=10_000
+        settings = TrainingSettings(  # no validation split: the plain loop trains on every row and never evaluates
+            max_steps=steps,
+            batch_size=batch,
+            learning_rate=lr,
+            full_finetune=full,
+            save_steps=10_000,
+            validation_share=0.0,
         )
         seen: list[tuple[float, float, float]] = []  # (tokens seen, wall, cpu) after each step
 
