@@ -110,7 +110,12 @@ def main() -> None:
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(
         json.dumps(
-            {"summary": summary, "benchmark": "bench_harness", "settings": vars(args), "environments": details},
+            {
+                "summary": summary,
+                "benchmark": "bench_harness",
+                "settings": {k: v for k, v in vars(args).items() if k not in ("work", "out")},
+                "environments": details,
+            },
             indent=2,
             default=str,
         )

@@ -243,7 +243,14 @@ def main() -> None:
         )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(
-        json.dumps({"rows": rows, "target_orchestration_share": 0.05, "args": vars(args)}, indent=2)
+        json.dumps(
+            {
+                "rows": rows,
+                "target_orchestration_share": 0.05,
+                "args": {k: v for k, v in vars(args).items() if k not in ("store", "out")},
+            },
+            indent=2,
+        )
     )
     print(f"wrote {args.out}")
 

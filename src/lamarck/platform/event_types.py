@@ -28,46 +28,44 @@ class Event(BaseModel):
 # ---- runs --------------------------------------------------------------------------------------
 
 
-class RunStarted(Event):
+class _RunOpened(Event):
+    config: JsonObject
+    next: list[str]  # the nodes the graph runs next
+    generation: int
+
+
+class RunStarted(_RunOpened):
     TYPE = "run_started"
-    config: JsonObject
-    next: list[str]
-    generation: int
 
 
-class RunResumed(Event):
+class RunResumed(_RunOpened):
     TYPE = "run_resumed"
-    config: JsonObject
-    next: list[str]
-    generation: int
 
 
-class RunFinished(Event):
+class _RunClosed(Event):
+    generations_done: int
+    reason: str | None = None
+
+
+class _RunEnded(_RunClosed):
+    usage: JsonObject | None = None  # tokens and cost, when the run's last node wrote the event
+    active_seconds: float | None = None
+
+
+class RunFinished(_RunEnded):
     TYPE = "run_finished"
-    generations_done: int
-    reason: str | None = None
-    usage: JsonObject | None = None  # tokens and cost, when the run's last node wrote it
-    active_seconds: float | None = None
 
 
-class BudgetExhausted(Event):
+class BudgetExhausted(_RunEnded):
     TYPE = "budget_exhausted"
-    generations_done: int
-    reason: str | None = None
-    usage: JsonObject | None = None
-    active_seconds: float | None = None
 
 
-class RunStopped(Event):
+class RunStopped(_RunClosed):
     TYPE = "run_stopped"
-    generations_done: int
-    reason: str | None = None
 
 
-class RunFailed(Event):
+class RunFailed(_RunClosed):
     TYPE = "run_failed"
-    generations_done: int
-    reason: str | None = None
 
 
 # ---- a generation ------------------------------------------------------------------------------
