@@ -161,9 +161,11 @@ class SkillLibrary:
         """Count one use; deprecate the skill when its success rate falls below the threshold after enough uses.
         A use with a ``use_key`` (what used it, e.g. an episode) is counted once, however often it is reported."""
         with self.db.session() as session:
-            skill = store.record_use(session, name=name, success=success, use_key=use_key)
+            skill, counted = store.record_use(session, name=name, success=success, use_key=use_key)
             if skill is None:
                 raise UnknownSkill(f"no skill {name!r}: list them with `lamarck skills list`")
+            if not counted:  # reported again (a resumed node): nothing changed, nothing to re-index
+                return store.to_view(skill)
             rate = skill.times_succeeded / skill.times_used
             if (
                 skill.status == store.ACTIVE

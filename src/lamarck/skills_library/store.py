@@ -70,18 +70,19 @@ def add_version(session: Session, *, skill: Skill, version: SkillVersion) -> Ski
     return version
 
 
-def record_use(session: Session, *, name: str, success: bool, use_key: str | None = None) -> Skill | None:
+def record_use(session: Session, *, name: str, success: bool, use_key: str | None = None) -> tuple[Skill | None, bool]:
+    """The skill (None if unknown) and whether this use was counted now (False: its ``use_key`` was counted before)."""
     skill = find_skill(session, name=name)
     if skill is None:
-        return None
+        return None, False
     if use_key is not None:
         if session.get(SkillUse, use_key) is not None:
-            return skill
+            return skill, False
         session.add(SkillUse(key=use_key, skill_name=name, success=success))
     skill.times_used += 1
     skill.times_succeeded += int(success)
     session.flush()
-    return skill
+    return skill, True
 
 
 def to_view(skill: Skill) -> SkillView:
