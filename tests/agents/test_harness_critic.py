@@ -262,3 +262,43 @@ def test_a_challenger_whose_outputs_stop_parsing_is_rejected_whatever_it_wins() 
         HarnessCriticInput(champion=ROOT, dev_tasks=_tasks(20), registered_tools=TOOLS)
     )
     assert lenient.promoted == cooler.harness_id
+
+
+def _by_level(levels: dict[int, int]) -> list[TaskSpec]:
+    """A development slice ordered by level, as ``heldout`` builds it: ``levels`` maps level to task count."""
+    tasks: list[TaskSpec] = []
+    for level, count in sorted(levels.items()):
+        tasks += [
+            TaskSpec(environment="arithmetic", difficulty=level, prompt=f"{level}/{i}", seed=i, source_id=str(i))
+            for i in range(count)
+        ]
+    return tasks
+
+
+def test_the_first_batch_comes_from_the_champions_edge_so_a_better_challenger_is_not_stopped_by_easy_ties() -> None:
+    def evaluate(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
+        cooler = harness.sampling.temperature == 0.3  # solves all of level 3, where the champion solves half
+        passed = [t.difficulty == 2 or (t.difficulty == 3 and (cooler or t.seed % 2 == 0)) for t in tasks]
+        return DevResult(passed=passed, tokens=[100] * len(tasks))
+
+    settings = HarnessCriticSettings(
+        knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0, early_tasks=4, budget_tasks=1000
+    )
+    only_cooler = ONLY_TEMPERATURE.model_copy(update={"temperature": (0.3,)})
+    out = HarnessCritic(evaluate, settings, knobs=only_cooler).run(
+        HarnessCriticInput(champion=ROOT, dev_tasks=_by_level({2: 10, 3: 10, 4: 10}), registered_tools=TOOLS)
+    )
+    [cooler] = out.challengers
+    assert cooler.rung == 1 and (cooler.wins, cooler.losses) == (5, 0)
+    assert out.promoted == cooler.harness_id
+
+
+def test_edge_first_puts_partly_solved_levels_first_then_the_border_when_none_is() -> None:
+    from lamarck.agents.harness_critic import edge_first
+
+    tasks = _by_level({1: 2, 2: 2, 3: 2, 4: 2})
+    mixed = edge_first(tasks, [True, True, True, False, False, False, True, False])
+    assert [tasks[i].difficulty for i in mixed] == [2, 4, 2, 4, 1, 1, 3, 3]
+    border = edge_first(tasks, [True, True, True, True, False, False, False, False])
+    assert [tasks[i].difficulty for i in border] == [2, 3, 2, 3, 1, 1, 4, 4]
+    assert sorted(mixed) == sorted(border) == list(range(8))

@@ -2,8 +2,9 @@
 
 One round reads the recent failures grouped by cause, proposes challengers to the champion harness from three
 sources (``harness_proposals``), refuses those that break a guard rail, and runs champion/challenger on the
-development slice (training seeds, never held-out): every harness meets the same tasks and seeds; a small batch
-first rejects the weak ones early (successive halving), only survivors see the whole slice, and a challenger is
+development slice (training seeds, never held-out): every harness meets the same tasks and seeds; the champion runs
+the whole slice first, a small batch from its edge (the levels where it sometimes fails) then rejects the weak
+challengers early (successive halving), only survivors see the whole slice, and a challenger is
 promoted only when an exact paired sign test says it wins more tasks than it loses (alpha split over the
 survivors) while it spends at most ``max_token_increase`` more tokens per task. Every evaluation counts against
 the round's budget of task evaluations; what the budget does not reach is rejected with that reason.
@@ -133,6 +134,38 @@ class _Champion:
     def answer_rate(self, n: int) -> float | None:
         return DevResult(passed=self.passed, tokens=self.tokens, answered=self.answered).answer_rate(n)
 
+    def reordered(self, order: Sequence[int]) -> _Champion:
+        """The same results with the tasks in ``order`` (a permutation of the evaluated tasks)."""
+        moved = _Champion(self.spec, [self.tasks[i] for i in order], self.evaluate)
+        moved.passed = [self.passed[i] for i in order]
+        moved.tokens = [self.tokens[i] for i in order]
+        moved.answered = [self.answered[i] for i in order] if self.answered else []
+        return moved
+
+
+def edge_first(tasks: Sequence[TaskSpec], passed: Sequence[bool]) -> list[int]:
+    """Task indices with the champion's edge first, its levels taken in turn: the levels it passes some but not all
+    of (or, when there are none, the highest level it fully passes and the lowest above it that it fails); then the
+    other levels in slice order.
+
+    A challenger's first batch decides whether it goes on, and only tasks where the two harnesses can disagree decide
+    anything: on levels the champion always passes or always fails both usually agree, so a first batch of the
+    slice's easiest tasks ended 0-0 for every challenger of a reference run."""
+    by_level: dict[int, list[int]] = {}
+    for i, task in enumerate(tasks):
+        by_level.setdefault(task.difficulty, []).append(i)
+    rate = {level: sum(passed[i] for i in items) / len(items) for level, items in by_level.items()}
+    edge = [level for level in sorted(by_level) if 0 < rate[level] < 1]
+    if not edge:
+        top_solved = max((level for level, r in rate.items() if r == 1), default=None)
+        above = [level for level, r in rate.items() if r == 0 and (top_solved is None or level > top_solved)]
+        edge = sorted(level for level in (top_solved, min(above, default=None)) if level is not None)
+    order: list[int] = []
+    queues = [list(by_level[level]) for level in edge]
+    while any(queues):
+        order += [queue.pop(0) for queue in queues if queue]
+    return order + [i for level in sorted(by_level) if level not in edge for i in by_level[level]]
+
 
 class HarnessCritic:
     def __init__(
@@ -152,13 +185,13 @@ class HarnessCritic:
         groups = group_failures(request.failures)
         rng = random.Random(f"{settings.seed}:{request.round}:{request.champion.version_id}")
         proposals, invalid = self.propose(request, groups, rng)
-        champion = _Champion(request.champion, request.dev_tasks, self.evaluate)
         budget = _Budget(settings.budget_tasks)
         early = min(settings.early_tasks, len(request.dev_tasks))
         results: list[ChallengerResult] = []
         survivors: list[tuple[Proposal, DevResult]] = []
-        if not champion.first(early, budget):
-            results = [self._rejected(p, "budget exhausted before the champion's first batch", 0) for p in proposals]
+        scout = _Champion(request.champion, request.dev_tasks, self.evaluate)
+        if not scout.first(len(request.dev_tasks), budget):
+            results = [self._rejected(p, "budget exhausted before the champion's slice", 0) for p in proposals]
             return HarnessCriticOutput(
                 champion_id=request.champion.version_id,
                 groups=groups,
@@ -166,11 +199,13 @@ class HarnessCritic:
                 invalid=invalid,
                 tasks_evaluated=budget.used,
             )
+        champion = scout.reordered(edge_first(request.dev_tasks, scout.passed))
+        dev_tasks = champion.tasks
         for proposal in proposals:
             if not budget.take(early):
                 results.append(self._rejected(proposal, "budget exhausted before its first batch", 0))
                 continue
-            batch = self.evaluate(proposal.spec, request.dev_tasks[:early])
+            batch = self.evaluate(proposal.spec, dev_tasks[:early])
             wins, losses = paired_counts(batch.passed, champion.passed[:early])
             if (broken := self._stops_parsing(batch, champion, early)) is not None:
                 results.append(self._rejected(proposal, broken, 0, tasks=early, wins=wins, losses=losses))
@@ -194,15 +229,10 @@ class HarnessCritic:
             results.append(
                 self._rejected(proposal, f"not among the best {len(keep)} on the first batch", 0, tasks=early)
             )
-        if keep and not champion.first(len(request.dev_tasks), budget):
-            results += [
-                self._rejected(p, "budget exhausted before the champion's whole slice", 0, tasks=early) for p, _ in keep
-            ]
-            keep = []
         alpha = settings.alpha / max(1, len(keep))
         judged: list[ChallengerResult] = []
         for proposal, batch in keep:
-            rest = request.dev_tasks[early:]
+            rest = dev_tasks[early:]
             if rest and not budget.take(len(rest)):
                 results.append(self._rejected(proposal, "budget exhausted before its whole slice", 0, tasks=early))
                 continue
