@@ -107,9 +107,15 @@ class SandboxSettings(BaseModel):
 
 
 class ApiSettings(BaseModel):
+    """The REST API (``lamarck serve``). ``api_key``, when set, is accepted with every scope besides the stored keys
+    (``lamarck keys create``)."""
+
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     api_key: SecretStr | None = None
+    max_body_bytes: int = Field(1_000_000, ge=1024)  # larger request bodies get 413, chunked ones too
+    task_workers: int = Field(2, ge=1, le=64)  # tasks solved at once (embedded mode: threads of the API process)
+    sse_poll_seconds: float = Field(0.5, gt=0.0, le=30.0)  # how often an event stream looks for new events
 
 
 class MemorySettings(BaseModel):

@@ -272,3 +272,34 @@ class SkillUse(Base):
     skill_name: Mapped[str] = mapped_column(String(100))
     success: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiKey(Base):
+    """A REST API key: only its SHA-256 is stored (the key is shown once, at creation); ``id`` is the key's public
+    part, so a request's key is found without scanning and then compared in constant time."""
+
+    __tablename__ = "api_keys"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    key_hash: Mapped[str] = mapped_column(String(64))
+    scopes: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class ApiTask(Base):
+    """A task handed to the executor through the API (or ``lamarck solve``): the request as given, its status, and
+    its result once solved. ``idempotency_key`` with ``request_digest`` makes a retried submission return the first."""
+
+    __tablename__ = "api_tasks"
+    __table_args__ = (UniqueConstraint("idempotency_key", name="uq_api_tasks_idempotency_key"),)
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    request_digest: Mapped[str] = mapped_column(String(64))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    api_key_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

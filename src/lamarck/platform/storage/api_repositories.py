@@ -1,0 +1,146 @@
+"""Repository functions for what the REST API stores: API keys (hashed) and the tasks handed to the executor, and the
+paged run listing. Every function takes the session first and keywords after it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from lamarck.platform.storage.records import ApiKey, ApiTask, Run, utcnow
+from lamarck.platform.storage.repositories import NotFound
+
+TASK_ACTIVE = ("queued", "running")
+
+
+class IdempotencyConflict(ValueError):
+    """An idempotency key already used with another request body."""
+
+
+# keys
+
+
+def add_api_key(session: Session, *, key_id: str, key_hash: str, scopes: list[str], name: str = "") -> ApiKey:
+    key = ApiKey(id=key_id, key_hash=key_hash, scopes=list(scopes), name=name)
+    session.add(key)
+    session.flush()
+    return key
+
+
+def find_api_key(session: Session, *, key_id: str) -> ApiKey | None:
+    return session.get(ApiKey, key_id)
+
+
+def list_api_keys(session: Session) -> list[ApiKey]:
+    return list(session.scalars(select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)))
+
+
+def revoke_api_key(session: Session, *, key_id: str) -> ApiKey:
+    key = session.get(ApiKey, key_id)
+    if key is None:
+        raise NotFound(f"no API key {key_id!r}: list them with `lamarck keys list`")
+    if key.revoked_at is None:
+        key.revoked_at = utcnow()
+    return key
+
+
+# tasks
+
+
+def create_api_task(
+    session: Session,
+    *,
+    request: dict[str, Any],
+    request_digest: str,
+    idempotency_key: str | None = None,
+    api_key_id: str | None = None,
+) -> tuple[ApiTask, bool]:
+    """The new task and True; with an idempotency key already used for the same body, that task and False.
+
+    Raises IdempotencyConflict when the key was used with another body."""
+    if idempotency_key is not None:
+        existing = _by_idempotency_key(session, idempotency_key)
+        if existing is not None:
+            return _same_request(existing, request_digest, idempotency_key), False
+    task = ApiTask(
+        request=request, request_digest=request_digest, idempotency_key=idempotency_key, api_key_id=api_key_id
+    )
+    try:
+        with session.begin_nested():
+            session.add(task)
+            session.flush()
+    except IntegrityError:  # another request with the same key won the race
+        assert idempotency_key is not None
+        existing = _by_idempotency_key(session, idempotency_key)
+        if existing is None:
+            raise
+        return _same_request(existing, request_digest, idempotency_key), False
+    return task, True
+
+
+def _by_idempotency_key(session: Session, key: str) -> ApiTask | None:
+    return session.scalar(select(ApiTask).where(ApiTask.idempotency_key == key))
+
+
+def _same_request(task: ApiTask, digest: str, key: str) -> ApiTask:
+    if task.request_digest != digest:
+        raise IdempotencyConflict(
+            f"Idempotency-Key {key!r} was already used for task {task.id} with a different body: "
+            "send that body again, or use a new key"
+        )
+    return task
+
+
+def get_api_task(session: Session, *, task_id: str) -> ApiTask:
+    task = session.get(ApiTask, task_id)
+    if task is None:
+        raise NotFound(f"no task {task_id!r}")
+    return task
+
+
+def start_api_task(session: Session, *, task_id: str) -> bool:
+    """Mark a queued task running; False if it is no longer queued (cancelled meanwhile)."""
+    result = session.execute(
+        update(ApiTask).where(ApiTask.id == task_id, ApiTask.status == "queued").values(status="running")
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def finish_api_task(
+    session: Session, *, task_id: str, status: str, result: dict[str, Any] | None = None, error: str | None = None
+) -> bool:
+    """Record a task's end; False (nothing written) if it was cancelled while it ran."""
+    outcome = session.execute(
+        update(ApiTask)
+        .where(ApiTask.id == task_id, ApiTask.status.in_(TASK_ACTIVE))
+        .values(status=status, result=result, error=error, finished_at=utcnow())
+    )
+    return bool(outcome.rowcount)  # type: ignore[attr-defined]
+
+
+def cancel_api_task(session: Session, *, task_id: str) -> ApiTask | None:
+    """Cancel a queued or running task; None if it had already ended (the caller reports its status)."""
+    task = get_api_task(session, task_id=task_id)
+    if not finish_api_task(session, task_id=task_id, status="cancelled", error="cancelled on request"):
+        return None
+    session.refresh(task)
+    return task
+
+
+# runs, paged
+
+
+def runs_page(
+    session: Session, *, limit: int, status: str | None = None, before: tuple[datetime, str] | None = None
+) -> list[Run]:
+    """Runs newest first; ``before`` (created_at, id) of the last run of the previous page continues after it."""
+    query = select(Run).order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)
+    if status is not None:
+        query = query.where(Run.status == status)
+    if before is not None:
+        created, run_id = before
+        query = query.where(or_(Run.created_at < created, (Run.created_at == created) & (Run.id < run_id)))
+    return list(session.scalars(query))
