@@ -1,0 +1,42 @@
+"""The REST API's app factory: one FastAPI app over a Container, its routes under ``/v1``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from lamarck import __version__
+from lamarck.api import errors
+from lamarck.api.limits import BodyLimit
+from lamarck.api.routes import events, health, runs, tasks
+from lamarck.api.task_runner import TaskRunner
+from lamarck.platform.container import Container
+
+DESCRIPTION = (
+    "Lamarck's REST API. Every route but `/v1/health` needs an API key (`lamarck keys create`) sent as "
+    "`Authorization: Bearer <key>`; each route names the scope it needs. Every error has one shape: "
+    '`{"error": {"code": ..., "message": ...}}`, the message saying what to fix.'
+)
+
+
+def create_app(container: Container, *, runner: TaskRunner | None = None) -> FastAPI:
+    """The app; it owns ``runner`` (by default a pool of ``api.task_workers`` threads) and shuts it down on exit,
+    but not the container, which its creator closes."""
+    settings = container.settings.api
+    task_runner = runner or TaskRunner(container, workers=settings.task_workers)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        task_runner.shutdown()
+
+    app = FastAPI(title="Lamarck", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app.state.container = container
+    app.state.runner = task_runner
+    errors.install(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    for module in (health, tasks, events, runs):
+        app.include_router(module.router, prefix="/v1")
+    return app

@@ -1,0 +1,71 @@
+"""Request dependencies: the container, the task runner, and the authenticated key with its scopes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from lamarck.api.errors import ApiError
+from lamarck.api.keys import Principal, Scope, authenticate
+from lamarck.api.task_runner import TaskRunner
+from lamarck.platform.container import Container
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="ApiKey",
+    description="An API key from `lamarck keys create`, sent as `Authorization: Bearer <key>`.",
+)
+
+
+def get_container(request: Request) -> Container:
+    container: Container = request.app.state.container
+    return container
+
+
+def get_runner(request: Request) -> TaskRunner:
+    runner: TaskRunner = request.app.state.runner
+    return runner
+
+
+ContainerDep = Annotated[Container, Depends(get_container)]
+RunnerDep = Annotated[TaskRunner, Depends(get_runner)]
+
+
+def get_principal(
+    container: ContainerDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> Principal:
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if credentials is None:
+        raise ApiError(
+            401,
+            "no API key: send `Authorization: Bearer <key>` (create one with `lamarck keys create`)",
+            headers=challenge,
+        )
+    configured = container.settings.api.api_key
+    principal = authenticate(
+        container.db, credentials.credentials, settings_key=configured.get_secret_value() if configured else None
+    )
+    if principal is None:
+        raise ApiError(
+            401, "the API key is unknown or revoked: send a key from `lamarck keys create`", headers=challenge
+        )
+    return principal
+
+
+def require(scope: Scope) -> Callable[[Principal], Principal]:
+    def check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+        if not principal.allows(scope):
+            raise ApiError(
+                403, f"this API key lacks the {scope.value!r} scope: use a key created with --scope {scope.value}"
+            )
+        return principal
+
+    return check
+
+
+ReadKey = Annotated[Principal, Depends(require(Scope.READ))]
+TasksKey = Annotated[Principal, Depends(require(Scope.TASKS))]
+RunsKey = Annotated[Principal, Depends(require(Scope.RUNS))]

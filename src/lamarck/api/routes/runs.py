@@ -1,0 +1,92 @@
+"""Evolution runs: list (filtered, cursor-paged), show, stop, and their generations' summaries."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from lamarck.agents.runs import request_stop
+from lamarck.agents.summary import GenerationSummary
+from lamarck.api.deps import ContainerDep, ReadKey, RunsKey
+from lamarck.api.errors import ApiError, ErrorResponse
+from lamarck.api.schemas import GenerationPage, RunPage, RunPublic, RunStatus, RunStopPublic
+from lamarck.platform.storage import api_repositories as api_repo
+from lamarck.platform.storage import repositories as repo
+from lamarck.platform.storage.records import Run
+
+router = APIRouter(prefix="/runs", tags=["runs"])
+
+RunId = Annotated[str, Path(max_length=64, description="The run's id.")]
+ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (401, 403, 404, 409, 422)}
+
+
+def public(run: Run) -> RunPublic:
+    return RunPublic.model_validate(run, from_attributes=True)
+
+
+def encode_cursor(run: Run) -> str:
+    raw = json.dumps([run.created_at.isoformat(), run.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        created, run_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return datetime.fromisoformat(created), str(run_id)
+    except (binascii.Error, ValueError, TypeError):
+        raise ApiError(422, f"cursor {cursor[:40]!r} is not one this server gave: pass a page's next_cursor") from None
+
+
+@router.get("", operation_id="listRuns", response_model=RunPage, responses=ERRORS, summary="Runs, newest first")
+def list_runs(
+    container: ContainerDep,
+    _: ReadKey,
+    status: Annotated[RunStatus | None, Query(description="Only runs in this status.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=500, description="A previous page's next_cursor.")] = None,
+) -> RunPage:
+    before = decode_cursor(cursor) if cursor else None
+    with container.db.session() as session:
+        runs = api_repo.runs_page(session, limit=limit + 1, status=status, before=before)
+        page = runs[:limit]
+        return RunPage(
+            runs=[public(r) for r in page], next_cursor=encode_cursor(page[-1]) if len(runs) > limit else None
+        )
+
+
+@router.get("/{run_id}", operation_id="getRun", response_model=RunPublic, responses=ERRORS, summary="Show a run")
+def get_run(run_id: RunId, container: ContainerDep, _: ReadKey) -> RunPublic:
+    with container.db.session() as session:
+        return public(repo.get_run(session, run_id=run_id))
+
+
+@router.post(
+    "/{run_id}/stop",
+    operation_id="stopRun",
+    response_model=RunStopPublic,
+    responses=ERRORS,
+    summary="Ask a run to stop at its next node boundary",
+)
+def stop_run(run_id: RunId, container: ContainerDep, _: RunsKey) -> RunStopPublic:
+    status = request_stop(container.db, run_id)
+    return RunStopPublic(id=run_id, status="stopped" if status == "stopped" else "stopping")
+
+
+@router.get(
+    "/{run_id}/generations",
+    operation_id="listRunGenerations",
+    response_model=GenerationPage,
+    responses=ERRORS,
+    summary="Each finished generation's summary",
+)
+def list_generations(run_id: RunId, container: ContainerDep, _: ReadKey) -> GenerationPage:
+    with container.db.session() as session:
+        run = repo.get_run(session, run_id=run_id)
+        stored = (run.summary or {}).get("generations", {})
+    generations = [GenerationSummary.model_validate(stored[key]) for key in sorted(stored, key=int)]
+    return GenerationPage(run_id=run_id, generations=generations)
