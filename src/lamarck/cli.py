@@ -10,11 +10,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from lamarck.commands.api import keys_app, serve_command
 from lamarck.commands.common import UserError, console, container_from_settings, err, run_guarded
 from lamarck.commands.curriculum import curriculum_app, envs_app
 from lamarck.commands.evolve import eval_command, evolve, runs_app
 from lamarck.commands.harness import app as harness_app
 from lamarck.commands.skills import app as skills_app
+from lamarck.commands.solve import solve_command
 from lamarck.commands.training import register_model_commands, train_command, worker_command
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, ROLES, config_file
 
@@ -31,6 +33,9 @@ app.add_typer(harness_app, name="harness")
 app.add_typer(runs_app, name="runs")
 app.command("evolve")(evolve)
 app.command("eval")(eval_command)
+app.command("serve")(serve_command)
+app.add_typer(keys_app, name="keys")
+app.command("solve")(solve_command)
 
 
 @app.callback()
