@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
@@ -106,3 +109,34 @@ def test_openapi_has_stable_operation_ids_and_examples(client: TestClient) -> No
     assert {"createTask", "solveTask", "getTask", "cancelTask", "listEvents", "streamEvents", "listRuns"} <= ids
     assert doc["components"]["schemas"]["TaskCreate"]["examples"]
     assert "ApiKey" in doc["components"]["securitySchemes"]
+
+
+def test_a_request_without_a_valid_key_is_401_before_its_body_is_judged(client: TestClient) -> None:
+    malformed = client.post("/v1/tasks", content=b"{", headers={"Content-Type": "application/json"})
+    error_of(malformed, 401)
+    invalid = client.post("/v1/tasks", json={"samples": "many"}, headers={"Authorization": "Bearer lmk_bad_key"})
+    error_of(invalid, 401)
+    error_of(client.get("/v1/events?after=abc"), 401)
+
+
+def test_keys_and_secret_settings_are_never_in_a_response_log_line_or_event(
+    container: Container, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pydantic import SecretStr
+
+    from lamarck.api.app import create_app
+
+    container.settings.api.api_key = SecretStr("settings-key-0123456789")
+    container.settings.openai_api_key = SecretStr("sk-openai-0123456789")
+    _, key = create_key(container.db, [Scope.ADMIN])
+    secrets = (key, key.split("_", 2)[2], "settings-key-0123456789", "sk-openai-0123456789")
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    with TestClient(create_app(container)) as client:
+        for headers in ({"Authorization": f"Bearer {key}"}, {"Authorization": f"Bearer {key}x"}):
+            for path in ("/v1/info", "/v1/events", "/v1/runs", "/v1/nothing", "/openapi.json"):
+                texts.append(client.get(path, headers=headers).text)
+            texts.append(client.post("/v1/tasks", json={"prompt": "x", "samples": 0}, headers=headers).text)
+    texts += [record.getMessage() for record in caplog.records]
+    texts += [json.dumps(event.payload) for event in container.bus.replay()]
+    assert not [secret for secret in secrets for text in texts if secret in text]

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from lamarck.platform.container import Container
+from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import ApiTask, Episode
 
@@ -157,3 +158,17 @@ def test_malformed_json_and_unknown_ids(
     error_of(client.post("/v1/tasks/nope/cancel", headers=keys["tasks"]), 404)
     error_of(client.post("/v1/tasks/wait?timeout=-1", json=ARITHMETIC, headers=keys["tasks"]), 422)
     assert _count(container, ApiTask) == 0
+
+
+def test_a_finished_task_reads_back_from_a_new_server_and_an_unfinished_one_ends_failed(
+    client: TestClient, container: Container, keys: dict[str, dict[str, str]], model: Model
+) -> None:
+    from lamarck.api.app import create_app
+
+    done = client.post("/v1/tasks/wait", json=ARITHMETIC, headers=keys["tasks"]).json()
+    with container.db.session() as session:
+        orphan, _ = api_repo.create_api_task(session, request={"prompt": "lost"}, request_digest="d")
+    with TestClient(create_app(container)) as restarted:
+        assert restarted.get(f"/v1/tasks/{done['id']}", headers=keys["read"]).json() == done
+        lost = restarted.get(f"/v1/tasks/{orphan.id}", headers=keys["read"]).json()
+        assert lost["status"] == "failed" and "server restarted" in lost["error"]

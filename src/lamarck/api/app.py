@@ -6,13 +6,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.concurrency import run_in_threadpool
 
 from lamarck import __version__
 from lamarck.api import errors
+from lamarck.api.deps import auth_failure
 from lamarck.api.limits import BodyLimit
 from lamarck.api.routes import events, health, runs, tasks
 from lamarck.api.task_runner import TaskRunner
 from lamarck.platform.container import Container
+from lamarck.platform.storage import api_repositories as api_repo
 
 DESCRIPTION = (
     "Lamarck's REST API. Every route but `/v1/health` needs an API key (`lamarck keys create`) sent as "
@@ -29,14 +32,25 @@ def create_app(container: Container, *, runner: TaskRunner | None = None) -> Fas
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if container.settings.mode == "embedded":
+            await run_in_threadpool(_fail_orphans, container)
         yield
         task_runner.shutdown()
 
     app = FastAPI(title="Lamarck", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     app.state.container = container
     app.state.runner = task_runner
-    errors.install(app)
+    errors.install(app, auth_first=auth_failure)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     for module in (health, tasks, events, runs):
         app.include_router(module.router, prefix="/v1")
     return app
+
+
+def _fail_orphans(container: Container) -> None:
+    """Embedded mode runs tasks in this process's threads, so a task still queued or running when it starts lost its
+    worker with the last process: it ends failed, and GET says so, instead of staying queued forever."""
+    with container.db.session() as session:
+        api_repo.fail_unfinished_api_tasks(
+            session, reason="the server restarted before this task finished: submit it again"
+        )

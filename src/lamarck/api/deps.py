@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lamarck.api.errors import ApiError
@@ -53,6 +54,22 @@ def get_principal(
             401, "the API key is unknown or revoked: send a key from `lamarck keys create`", headers=challenge
         )
     return principal
+
+
+PUBLIC_PATHS = frozenset({"/v1/health"})
+
+
+async def auth_failure(request: Request) -> ApiError | None:
+    """The 401 a request's missing or bad key earns, for the error handlers to answer before judging its body: a
+    caller without a valid key learns nothing about what it sent."""
+    if request.url.path in PUBLIC_PATHS or not request.url.path.startswith("/v1/"):
+        return None
+    credentials = await _bearer(request)
+    try:
+        await run_in_threadpool(get_principal, get_container(request), credentials)
+    except ApiError as exc:
+        return exc
+    return None
 
 
 def require(scope: Scope) -> Callable[[Principal], Principal]:

@@ -5,6 +5,7 @@ that something broke on the server, never what (the log has it)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -76,13 +77,21 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def install(app: FastAPI) -> None:
+AuthCheck = Callable[[Request], Awaitable["ApiError | None"]]
+
+
+def install(app: FastAPI, *, auth_first: AuthCheck | None = None) -> None:
+    """The handlers; ``auth_first`` answers a request with a missing or bad key 401 before its input is judged."""
+
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.code, exc.message, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        denied = await auth_first(request) if auth_first is not None else None
+        if denied is not None:
+            return error_response(denied.status, denied.code, denied.message, denied.headers)
         status, code, message = validation_message(exc)
         return error_response(status, code, message)
 

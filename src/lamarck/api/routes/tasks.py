@@ -102,10 +102,7 @@ async def solve_task(
     future = runner.future(view.id)
     if future is not None:
         seconds = timeout or body.timeout or DEFAULT_WAIT_SECONDS
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), seconds)
-        except (TimeoutError, asyncio.CancelledError):
-            pass
+        await asyncio.wait([asyncio.wrap_future(future)], timeout=seconds)  # neither raises nor cancels the task
     view = await run_in_threadpool(_read, container, view.id)
     if view.status not in TERMINAL_TASK:
         response.status_code = 202

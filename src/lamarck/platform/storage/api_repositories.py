@@ -121,6 +121,16 @@ def finish_api_task(
     return bool(outcome.rowcount)  # type: ignore[attr-defined]
 
 
+def fail_unfinished_api_tasks(session: Session, *, reason: str) -> int:
+    """End every queued or running task as failed (a server that restarts lost their workers); how many."""
+    outcome = session.execute(
+        update(ApiTask)
+        .where(ApiTask.status.in_(TASK_ACTIVE))
+        .values(status="failed", error=reason, finished_at=utcnow())
+    )
+    return int(outcome.rowcount)  # type: ignore[attr-defined]
+
+
 def cancel_api_task(session: Session, *, task_id: str) -> ApiTask | None:
     """Cancel a queued or running task; None if it had already ended (the caller reports its status)."""
     task = get_api_task(session, task_id=task_id)
