@@ -47,10 +47,10 @@ class EventBus:
         payload = event.model_dump(mode="json")
         with self.db.session() as session:
             stored = repo.append_event(session, type=event.TYPE, payload=payload, run_id=run_id)
-            event = _to_bus(stored)
+            published = _to_bus(stored)
         with self._published:
             self._published.notify_all()
-        return event
+        return published
 
     def replay(self, *, after_id: int = 0, run_id: str | None = None, limit: int = 1000) -> list[BusEvent]:
         with self.db.session() as session:

@@ -291,7 +291,6 @@ class Sandbox:
         token: str | None = None,
     ) -> SandboxResult:
         started = time.monotonic()
-        extra = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
         proc = subprocess.Popen(
             args,
             stdin=subprocess.PIPE,
@@ -301,7 +300,9 @@ class Sandbox:
             env=env,
             pass_fds=fds,
             start_new_session=True,
-            **extra,
+            user=user[0] if user else None,
+            group=user[1] if user else None,
+            extra_groups=[] if user else None,
         )
         try:
             out, err, hit = _pump(proc, stdin.encode(), started + wall, self.settings.output_bytes)

@@ -58,7 +58,13 @@ class ModelRoutes(BaseModel):
     def route(self, role: str) -> ModelRoute:
         if role not in ROLES:
             raise KeyError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
-        return getattr(self, role)
+        routes = {
+            "curriculum": self.curriculum,
+            "executor": self.executor,
+            "critic": self.critic,
+            "harness_critic": self.harness_critic,
+        }
+        return routes[role]
 
 
 class EngineSettings(BaseModel):

@@ -25,11 +25,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import kombu.pools
 from celery import Celery
 from celery.signals import worker_init
-from kombu import Exchange, Queue
+from kombu.entity import Exchange, Queue
 
 from lamarck.platform.settings import Settings, SettingsError, load_settings
 
@@ -112,9 +113,10 @@ def _transport_options(settings: Settings) -> dict[str, object]:
 
 def settings_of(app: Celery) -> Settings:
     settings = app.conf.get("lamarck_settings")
-    if settings is None:
-        settings = load_settings()
-        configure(app, settings)
+    if isinstance(settings, Settings):
+        return settings
+    settings = load_settings()
+    configure(app, settings)
     return settings
 
 
@@ -160,7 +162,7 @@ class _FileLease:
         directory.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key)[:200]
         self.path = directory / f"{safe}.lock"
-        self._fh = None
+        self._fh: TextIO | None = None
 
     def acquire(self) -> bool:
         fh = self.path.open("a")
@@ -270,7 +272,6 @@ PARENT_ENV = "EMBEDDED_WORKER_PARENT_PID"  # not LAMARCK_-prefixed: Settings for
 PARENT_POLL_SECONDS = 1.0
 
 
-@worker_init.connect
 def _leave_with_the_parent(**_: object) -> None:
     """An embedded worker shuts down (warm: the running job finishes) when the process that started it dies, even by
     SIGKILL, when no ``stop`` can run; otherwise it would keep a core and the broker's queue after its owner is gone.
@@ -286,6 +287,9 @@ def _leave_with_the_parent(**_: object) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="embedded-worker-parent-watch", daemon=True).start()
+
+
+worker_init.connect(_leave_with_the_parent)
 
 
 class EmbeddedWorker:

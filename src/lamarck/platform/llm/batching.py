@@ -30,7 +30,7 @@ class Row:
     sampler: RowSampler
     submitted: float
     deliver: Callable[[Completion], None]
-    stream: queue.Queue | None = None
+    stream: queue.Queue[str | None] | None = None
     generated: list[int] = field(default_factory=list)
     text: str = ""
     emitted: int = 0

@@ -15,6 +15,8 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lamarck.platform.llm.continuous import ContinuousBatcher, EngineClosedError, Group, Row, StepRecord
 from lamarck.platform.llm.frontend import EngineFrontEnd
@@ -24,6 +26,9 @@ from lamarck.platform.llm.model_store import ModelStore, ModelStoreError, _offli
 from lamarck.platform.llm.row_sampling import RowChooser
 from lamarck.platform.llm.sampling import Completion, SamplingParams
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, EngineSettings
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -150,14 +155,14 @@ class LocalEngine(EngineFrontEnd):
             self.model.free_adapter(adapter)
 
 
-def _tokenizer(base_dir):  # type: ignore[no-untyped-def]
+def _tokenizer(base_dir: Path) -> PreTrainedTokenizerBase:
     with _offline():
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
 
 
-def _eos_ids(tokenizer, base_dir) -> set[int]:  # type: ignore[no-untyped-def]
+def _eos_ids(tokenizer: PreTrainedTokenizerBase, base_dir: Path) -> set[int]:
     eos = {tokenizer.eos_token_id}
     try:
         configured = json.loads((base_dir / "config.json").read_text()).get("eos_token_id")

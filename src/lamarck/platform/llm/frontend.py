@@ -7,15 +7,21 @@ import queue
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 from lamarck.platform.llm.model_store import ModelStore, ModelStoreError
 from lamarck.platform.llm.sampling import Completion, SamplingParams
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+ChatMessages = list[dict[str, object]]
 
 
 class EngineFrontEnd:
     store: ModelStore
     base: str
-    tokenizer: object  # a transformers tokenizer, shared by threads under ``_tokenizer_lock``
+    tokenizer: PreTrainedTokenizerBase  # shared by threads under ``_tokenizer_lock``
     _tokenizer_lock: threading.Lock
 
     def _submit(
@@ -26,11 +32,11 @@ class EngineFrontEnd:
     def versions(self) -> list[str]:
         return [v for v in self.store.versions() if self._serves(v)]
 
-    def chat(self, model: str, messages: list[dict], params: SamplingParams | None = None) -> list[Completion]:
+    def chat(self, model: str, messages: ChatMessages, params: SamplingParams | None = None) -> list[Completion]:
         return self.chat_batch(model, [messages], params)[0]
 
     def chat_batch(
-        self, model: str, conversations: list[list[dict]], params: SamplingParams | None = None
+        self, model: str, conversations: list[ChatMessages], params: SamplingParams | None = None
     ) -> list[list[Completion]]:
         return self.generate(model, [self.render_chat(c) for c in conversations], params)
 
@@ -40,7 +46,7 @@ class EngineFrontEnd:
         return [[f.result() for f in group] for group in futures]
 
     def stream_chat(
-        self, model: str, messages: list[dict], params: SamplingParams | None = None
+        self, model: str, messages: ChatMessages, params: SamplingParams | None = None
     ) -> tuple[Iterator[str], Future[Completion]]:
         """Text deltas as they are generated (n must be 1), and the final completion."""
         params = params or SamplingParams()
@@ -56,14 +62,15 @@ class EngineFrontEnd:
 
         return iterate(), future
 
-    def render_chat(self, messages: list[dict]) -> str:
-        clean = [{"role": m.get("role", "user"), "content": _text(m.get("content"))} for m in messages]
+    def render_chat(self, messages: ChatMessages) -> str:
+        clean = [{"role": str(m.get("role", "user")), "content": _text(m.get("content"))} for m in messages]
         if not clean:
             raise ValueError("messages must not be empty")
         with self._tokenizer_lock:
-            return self.tokenizer.apply_chat_template(  # type: ignore[attr-defined]
-                clean, tokenize=False, add_generation_prompt=True
-            )
+            text = self.tokenizer.apply_chat_template(clean, tokenize=False, add_generation_prompt=True)
+        if not isinstance(text, str):
+            raise TypeError(f"the tokenizer's chat template rendered {type(text).__name__}, not text")
+        return text
 
     def count_tokens(self, text: str) -> int:
         return len(self._encode(text))
@@ -77,11 +84,15 @@ class EngineFrontEnd:
 
     def _encode(self, text: str) -> list[int]:
         with self._tokenizer_lock:
-            return self.tokenizer(text, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+            ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return ids
 
     def _decode(self, ids: list[int]) -> str:
         with self._tokenizer_lock:
-            return self.tokenizer.decode(ids, skip_special_tokens=True)  # type: ignore[attr-defined]
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        if not isinstance(text, str):
+            raise TypeError(f"the tokenizer decoded one sequence to {type(text).__name__}, not text")
+        return text
 
 
 def _text(content: object) -> str:

@@ -119,7 +119,7 @@ class LLMGateway:
         return await asyncio.to_thread(self.complete, role, messages, run_id=run_id, episode_id=episode_id, **params)
 
     def _backoff(self, attempt: int) -> float:
-        return self.settings.backoff_seconds * (2 ** (attempt - 1))
+        return self.settings.backoff_seconds * 2.0 ** (attempt - 1)
 
     def _call_kwargs(self, route: ModelRoute, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
         if not messages:

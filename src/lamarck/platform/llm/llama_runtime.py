@@ -136,7 +136,9 @@ class LlamaContext:
         if adapter is None:
             status = llama_cpp.llama_set_adapters_lora(self.pointer, None, 0, None)
         else:
-            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
+            # llama_cpp declares the adapter handle as c_void_p, but ctypes hands back the address as an int, which
+            # the pointer array takes as it is
+            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)  # type: ignore[misc]
             scales = (ctypes.c_float * 1)(1.0)
             status = llama_cpp.llama_set_adapters_lora(self.pointer, adapters, 1, scales)
         if status != 0:

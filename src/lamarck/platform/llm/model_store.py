@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 
 log = logging.getLogger(__name__)
@@ -93,14 +95,28 @@ def find_default_gguf() -> Path:
     )
 
 
-def _read_manifest(directory: Path) -> dict | None:
+class Manifest(BaseModel):
+    """The fields of a stored model's manifest that the store reads; a base model's and an adapter's share one file
+    name, and older manifests may lack fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format_version: int | None = None
+    kind: str | None = None
+    base: str = DEFAULT_MODEL_VERSION
+    weights_sha256: str | None = None
+    source_sha256: str | None = None
+    weights_size: int | None = None
+
+
+def _read_manifest(directory: Path) -> Manifest | None:
     try:
-        return json.loads((directory / MANIFEST).read_text())
+        return Manifest.model_validate_json((directory / MANIFEST).read_text())
     except (OSError, ValueError):
         return None
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, object]) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -172,14 +188,14 @@ class ModelStore:
         """True if the base model's manifest is present and its weights match the recorded sha256."""
         directory = self.base_root / name
         manifest = _read_manifest(directory)
-        if not manifest or manifest.get("format_version") != FORMAT_VERSION or manifest.get("kind") != "base":
+        if manifest is None or manifest.format_version != FORMAT_VERSION or manifest.kind != "base":
             return False
         weights = directory / WEIGHTS
-        if not weights.is_file() or weights.stat().st_size != manifest.get("weights_size"):
+        if not weights.is_file() or weights.stat().st_size != manifest.weights_size:
             return False
         if not (directory / "config.json").is_file() or not (directory / "tokenizer.json").is_file():
             return False
-        return sha256_file(weights) == manifest.get("weights_sha256")
+        return sha256_file(weights) == manifest.weights_sha256
 
     def import_default(self, progress: bool = True, gguf_path: Path | None = None) -> ModelSpec:
         """Convert the bundled GGUF to fp32 safetensors once; later calls only verify the manifest."""
@@ -209,7 +225,7 @@ class ModelStore:
                 self._convert(source, tmp, stages, progress)
                 with stages.stage("hashing weights"):
                     weights = tmp / WEIGHTS
-                    manifest = {
+                    manifest: dict[str, object] = {
                         "format_version": FORMAT_VERSION,
                         "kind": "base",
                         "name": name,
@@ -363,7 +379,7 @@ class ModelStore:
                 else "see `lamarck models list`"
             )
             raise ModelStoreError(f"unknown model version {version!r}: {hint}")
-        base_dir = self.base_root / manifest.get("base", DEFAULT_MODEL_VERSION)
+        base_dir = self.base_root / manifest.base
         if not (base_dir / MANIFEST).is_file():
             raise ModelStoreError(
                 f"adapter {version!r} needs base model {base_dir.name!r}, which is not in the store: "

@@ -14,10 +14,11 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map over the network
 
 import litellm  # noqa: E402
-from litellm import CustomLLM  # noqa: E402
-from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
+from litellm.llms.custom_llm import CustomLLM, CustomLLMError  # noqa: E402
+from litellm.types.llms.openai import ChatCompletionUsageBlock  # noqa: E402
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage  # noqa: E402
 
+from lamarck.platform.llm.frontend import ChatMessages  # noqa: E402
 from lamarck.platform.llm.model_store import ModelStoreError  # noqa: E402
 from lamarck.platform.llm.sampling import Completion, SamplingParams  # noqa: E402
 from lamarck.platform.llm.serving import ServingEngine  # noqa: E402
@@ -49,6 +50,7 @@ def fill_response(response: ModelResponse, model: str, completions: list[Complet
     ]
     prompt = completions[0].prompt_tokens if completions else 0
     generated = sum(c.completion_tokens for c in completions)
+    # litellm's ModelResponse takes usage in __init__ and sets it as an attribute, but declares no such field
     response.usage = Usage(prompt_tokens=prompt, completion_tokens=generated, total_tokens=prompt + generated)  # type: ignore[attr-defined]
     response.model = f"{PROVIDER}/{model}"
     response.created = int(time.time())
@@ -61,7 +63,7 @@ class LamarckLLM(CustomLLM):
         super().__init__()
         self.engine = engine
 
-    def _run(self, model: str, messages: list, optional_params: dict) -> list[Completion]:
+    def _run(self, model: str, messages: ChatMessages, optional_params: dict[str, Any]) -> list[Completion]:
         try:
             return self.engine.chat(model, messages, params_from(optional_params))
         except ModelStoreError as exc:
@@ -72,15 +74,15 @@ class LamarckLLM(CustomLLM):
     def completion(
         self,
         model: str,
-        messages: list,
+        messages: ChatMessages,
         api_base: str,
-        custom_prompt_dict: dict,
+        custom_prompt_dict: dict[str, Any],
         model_response: ModelResponse,
         print_verbose: Any,
         encoding: Any,
         api_key: Any,
         logging_obj: Any,
-        optional_params: dict,
+        optional_params: dict[str, Any],
         *args: Any,
         **kwargs: Any,
     ) -> ModelResponse:
@@ -89,15 +91,15 @@ class LamarckLLM(CustomLLM):
     async def acompletion(
         self,
         model: str,
-        messages: list,
+        messages: ChatMessages,
         api_base: str,
-        custom_prompt_dict: dict,
+        custom_prompt_dict: dict[str, Any],
         model_response: ModelResponse,
         print_verbose: Any,
         encoding: Any,
         api_key: Any,
         logging_obj: Any,
-        optional_params: dict,
+        optional_params: dict[str, Any],
         *args: Any,
         **kwargs: Any,
     ) -> ModelResponse:
@@ -107,15 +109,15 @@ class LamarckLLM(CustomLLM):
     def streaming(
         self,
         model: str,
-        messages: list,
+        messages: ChatMessages,
         api_base: str,
-        custom_prompt_dict: dict,
+        custom_prompt_dict: dict[str, Any],
         model_response: ModelResponse,
         print_verbose: Any,
         encoding: Any,
         api_key: Any,
         logging_obj: Any,
-        optional_params: dict,
+        optional_params: dict[str, Any],
         *args: Any,
         **kwargs: Any,
     ) -> Iterator[GenericStreamingChunk]:
@@ -125,18 +127,20 @@ class LamarckLLM(CustomLLM):
         done = future.result()
         yield _chunk("", done)
 
-    async def astreaming(
+    # litellm declares astreaming as a coroutine returning an async iterator, yet iterates the method's result
+    # directly: it must be an async generator, which mypy types differently
+    async def astreaming(  # type: ignore[override]
         self,
         model: str,
-        messages: list,
+        messages: ChatMessages,
         api_base: str,
-        custom_prompt_dict: dict,
+        custom_prompt_dict: dict[str, Any],
         model_response: ModelResponse,
         print_verbose: Any,
         encoding: Any,
         api_key: Any,
         logging_obj: Any,
-        optional_params: dict,
+        optional_params: dict[str, Any],
         *args: Any,
         **kwargs: Any,
     ) -> AsyncIterator[GenericStreamingChunk]:
@@ -152,13 +156,12 @@ class LamarckLLM(CustomLLM):
             logging_obj,
             optional_params,
         )
-        sentinel = object()
-        while (chunk := await asyncio.to_thread(next, iterator, sentinel)) is not sentinel:
-            yield chunk  # type: ignore[misc]
+        while (chunk := await asyncio.to_thread(next, iterator, None)) is not None:
+            yield chunk
 
 
 def _chunk(text: str, done: Completion | None) -> GenericStreamingChunk:
-    usage = None
+    usage: ChatCompletionUsageBlock | None = None
     if done is not None:
         usage = {
             "prompt_tokens": done.prompt_tokens,
@@ -169,7 +172,7 @@ def _chunk(text: str, done: Completion | None) -> GenericStreamingChunk:
         text=text,
         is_finished=done is not None,
         finish_reason=done.finish_reason if done else "",
-        usage=usage,  # type: ignore[typeddict-item]
+        usage=usage,
         index=0,
         tool_use=None,
     )

@@ -26,9 +26,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +49,7 @@ class UnsupportedModelError(ValueError):
 class LoraWeights:
     """One adapter: per layer, per projection name, (A^T [in, r], B^T [r, out] * scale)."""
 
-    layers: list[dict[str, tuple[torch.Tensor, torch.Tensor]]] = field(default_factory=list)
+    layers: list[LayerLora] = field(default_factory=list)
 
 
 def load_lora(adapter_dir: Path, num_layers: int) -> LoraWeights:
@@ -89,52 +93,93 @@ class KVCache:
 
 GEMM_MIN_ROWS = 4  # from here on MKL runs a gemm kernel (and F.linear over [out, in] weights is the faster layout)
 
+# one projection's weights: [in, out] for the gemv path and, where kept, [out, in] for the gemm path
+Projection = tuple[torch.Tensor, torch.Tensor | None]
+# one layer's adapter: projection name -> (A^T, B^T * scale)
+LayerLora = dict[str, tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class _Layer:
+    ln1: torch.Tensor
+    ln2: torch.Tensor
+    qkv: Projection
+    o: Projection
+    gate_up: Projection
+    down: Projection
+
+
+def _submodule(model: torch.nn.Module, path: str) -> torch.nn.Module:
+    module = model
+    for name in path.split("."):
+        child = getattr(module, name, None)
+        if not isinstance(child, torch.nn.Module):
+            raise UnsupportedModelError(f"the local engine runs Llama-style models: {path!r} is not a module")
+        module = child
+    return module
+
+
+def _weight(model: torch.nn.Module, path: str) -> torch.Tensor:
+    """The named weight, detached and in fp32."""
+    owner, _, name = path.rpartition(".")
+    tensor = getattr(_submodule(model, owner) if owner else model, name, None)
+    if not isinstance(tensor, torch.Tensor):
+        raise UnsupportedModelError(f"the local engine runs Llama-style models: {path!r} is not a weight")
+    return tensor.detach().float()
+
 
 class LlamaRunner:
     # forwards with fewer rows (batch * steps) always run on one thread: MKL's small-row kernels gain nothing from two
     single_thread_rows = 8
 
-    def __init__(self, model: torch.nn.Module, threads: int | None = None) -> None:
+    def __init__(self, model: PreTrainedModel, threads: int | None = None) -> None:
         config = model.config
         if config.model_type not in ("llama", "mistral", "qwen2") or getattr(config, "attention_bias", False):
             raise UnsupportedModelError(f"the local engine runs Llama-style models, not {config.model_type!r}")
         self.config = config
         self.threads = threads or torch.get_num_threads()
-        self.num_heads = config.num_attention_heads
-        self.num_kv = config.num_key_value_heads
-        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.num_heads
-        self.hidden_size = config.hidden_size
-        self.inter = config.intermediate_size
-        self.eps = config.rms_norm_eps
+        self.num_heads: int = config.num_attention_heads
+        self.num_kv: int = config.num_key_value_heads
+        self.head_dim: int = getattr(config, "head_dim", None) or config.hidden_size // self.num_heads
+        self.hidden_size: int = config.hidden_size
+        self.inter: int = config.intermediate_size
+        self.eps: float = config.rms_norm_eps
         with torch.no_grad():
             positions = torch.arange(config.max_position_embeddings)[None]
-            cos, sin = model.model.rotary_emb(torch.zeros(1, dtype=torch.float32), positions)
+            rotary = _submodule(model, "model.rotary_emb")
+            rope: tuple[torch.Tensor, torch.Tensor] = rotary(torch.zeros(1, dtype=torch.float32), positions)
+            cos, sin = rope
         half = self.head_dim // 2
         self.cos = cos[0].float().contiguous()  # [P, D]
         # rotate_half(x) * sin == swap_halves(x) * (sin with its first half negated)
         self.sin_signed = torch.cat([-sin[0, :, :half], sin[0, :, half:]], dim=-1).float().contiguous()
-        self.embed = model.model.embed_tokens.weight.detach().float()
-        self.lm_head = model.lm_head.weight.detach().float()  # [vocab, hidden]; the embedding when tied
+        self.embed = _weight(model, "model.embed_tokens.weight")
+        self.lm_head = _weight(model, "lm_head.weight")  # [vocab, hidden]; the embedding when tied
         self.lm_head_t = self.lm_head.t().contiguous()
-        self.final_norm = model.model.norm.weight.detach().float()
+        self.final_norm = _weight(model, "model.norm.weight")
         q, kv = self.num_heads * self.head_dim, self.num_kv * self.head_dim
         self.qkv_slices = {"q_proj": slice(0, q), "k_proj": slice(q, q + kv), "v_proj": slice(q + kv, q + 2 * kv)}
         self.gate_up_slices = {"gate_proj": slice(0, self.inter), "up_proj": slice(self.inter, 2 * self.inter)}
-        self.layers = []
-        for layer in model.model.layers:
-            attn, mlp = layer.self_attn, layer.mlp
-            qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach().float().contiguous()
-            o = attn.o_proj.weight.detach().float().contiguous()
-            gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach().float().contiguous()
+        layers = _submodule(model, "model.layers")
+        if not isinstance(layers, torch.nn.ModuleList):
+            raise UnsupportedModelError("the local engine runs Llama-style models: model.layers is not a list")
+        self.layers: list[_Layer] = []
+        for layer in layers:
+            qkv = torch.cat(
+                [_weight(layer, f"self_attn.{name}.weight") for name in ("q_proj", "k_proj", "v_proj")]
+            ).contiguous()
+            o = _weight(layer, "self_attn.o_proj.weight").contiguous()
+            gate_up = torch.cat([_weight(layer, "mlp.gate_proj.weight"), _weight(layer, "mlp.up_proj.weight")])
+            gate_up = gate_up.contiguous()
             self.layers.append(
-                {
-                    "ln1": layer.input_layernorm.weight.detach().float(),
-                    "ln2": layer.post_attention_layernorm.weight.detach().float(),
-                    "qkv": (qkv.t().contiguous(), qkv),
-                    "o": (o.t().contiguous(), o),
-                    "gate_up": (gate_up.t().contiguous(), gate_up),
-                    "down": (mlp.down_proj.weight.detach().float().t().contiguous(), None),
-                }
+                _Layer(
+                    ln1=_weight(layer, "input_layernorm.weight"),
+                    ln2=_weight(layer, "post_attention_layernorm.weight"),
+                    qkv=(qkv.t().contiguous(), qkv),
+                    o=(o.t().contiguous(), o),
+                    gate_up=(gate_up.t().contiguous(), gate_up),
+                    down=(_weight(layer, "mlp.down_proj.weight").t().contiguous(), None),
+                )
             )
 
     @property
@@ -156,8 +201,8 @@ class LlamaRunner:
     @staticmethod
     def _proj(
         x: torch.Tensor,
-        w: tuple[torch.Tensor, torch.Tensor | None],
-        lora: dict | None,
+        w: Projection,
+        lora: LayerLora | None,
         slices: dict[str, slice] | None,
         name: str,
     ) -> torch.Tensor:
@@ -221,8 +266,8 @@ class LlamaRunner:
         half = dim // 2
         for index, layer in enumerate(self.layers):
             adapter = lora.layers[index] if lora is not None else None
-            x = self._norm(hidden, layer["ln1"])
-            qkv = self._proj(x, layer["qkv"], adapter, self.qkv_slices, "qkv")
+            x = self._norm(hidden, layer.ln1)
+            qkv = self._proj(x, layer.qkv, adapter, self.qkv_slices, "qkv")
             qk = qkv[:, : q_dim + kv_dim].view(batch * steps, heads + kv, dim)
             swapped = qk.unflatten(-1, (2, half)).flip(-2).flatten(-2)
             qk = (qk * cos + swapped * sin).view(batch, steps, heads + kv, dim)
@@ -233,11 +278,11 @@ class LlamaRunner:
                 q, cache.keys[index][:, :, :end], cache.values[index][:, :, :end], attn_mask=mask, enable_gqa=True
             )
             attn = attn.transpose(1, 2).reshape(batch * steps, q_dim)
-            hidden = hidden + self._proj(attn, layer["o"], adapter, None, "o_proj")
-            x = self._norm(hidden, layer["ln2"])
-            gate_up = self._proj(x, layer["gate_up"], adapter, self.gate_up_slices, "gate_up")
+            hidden = hidden + self._proj(attn, layer.o, adapter, None, "o_proj")
+            x = self._norm(hidden, layer.ln2)
+            gate_up = self._proj(x, layer.gate_up, adapter, self.gate_up_slices, "gate_up")
             gate, up = gate_up.split(self.inter, dim=1)
-            hidden = hidden + self._proj(F.silu(gate) * up, layer["down"], adapter, None, "down_proj")
+            hidden = hidden + self._proj(F.silu(gate) * up, layer.down, adapter, None, "down_proj")
         cache.length = end
         if all_logits:
             return self.logits(hidden).view(batch, steps, -1)

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
+from lamarck.platform.llm.frontend import ChatMessages
 from lamarck.platform.llm.model_store import ModelStoreError, strip_prefix
 from lamarck.platform.llm.sampling import SamplingParams
 from lamarck.platform.llm.serving import ServingEngine
@@ -88,7 +89,7 @@ def create_app(engine: ServingEngine) -> FastAPI:
         return version
 
     @app.get("/v1/models")
-    async def models() -> dict:
+    async def models() -> dict[str, object]:
         now = int(time.time())
         return {
             "object": "list",
@@ -138,9 +139,9 @@ def create_app(engine: ServingEngine) -> FastAPI:
 
 
 async def _stream(
-    engine: ServingEngine, version: str, messages: list[dict], params: SamplingParams, ident: str, created: int
+    engine: ServingEngine, version: str, messages: ChatMessages, params: SamplingParams, ident: str, created: int
 ) -> AsyncIterator[str]:
-    def chunk(delta: dict, finish: str | None, usage: dict | None = None) -> str:
+    def chunk(delta: dict[str, str], finish: str | None, usage: dict[str, int] | None = None) -> str:
         body: dict[str, Any] = {
             "id": ident,
             "object": "chat.completion.chunk",
@@ -158,8 +159,7 @@ async def _stream(
         yield f"data: {json.dumps({'error': {'message': str(exc), 'type': 'invalid_request_error'}})}\n\n"
         return
     yield chunk({"role": "assistant", "content": ""}, None)
-    sentinel = object()
-    while (delta := await asyncio.to_thread(next, deltas, sentinel)) is not sentinel:
+    while (delta := await asyncio.to_thread(next, deltas, None)) is not None:
         yield chunk({"content": delta}, None)
     done = await asyncio.wrap_future(future)
     usage = {

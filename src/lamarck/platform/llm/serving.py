@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Protocol
 
+from lamarck.platform.llm.frontend import ChatMessages
 from lamarck.platform.llm.model_store import ModelStore
 from lamarck.platform.llm.sampling import Completion, SamplingParams
 from lamarck.platform.settings import EngineSettings
@@ -16,10 +17,10 @@ class ServingEngine(Protocol):
 
     def versions(self) -> list[str]: ...
 
-    def chat(self, model: str, messages: list[dict], params: SamplingParams | None = None) -> list[Completion]: ...
+    def chat(self, model: str, messages: ChatMessages, params: SamplingParams | None = None) -> list[Completion]: ...
 
     def chat_batch(
-        self, model: str, conversations: list[list[dict]], params: SamplingParams | None = None
+        self, model: str, conversations: list[ChatMessages], params: SamplingParams | None = None
     ) -> list[list[Completion]]: ...
 
     def generate(
@@ -27,10 +28,10 @@ class ServingEngine(Protocol):
     ) -> list[list[Completion]]: ...
 
     def stream_chat(
-        self, model: str, messages: list[dict], params: SamplingParams | None = None
+        self, model: str, messages: ChatMessages, params: SamplingParams | None = None
     ) -> tuple[Iterator[str], Future[Completion]]: ...
 
-    def render_chat(self, messages: list[dict]) -> str: ...
+    def render_chat(self, messages: ChatMessages) -> str: ...
 
     def count_tokens(self, text: str) -> int: ...
 

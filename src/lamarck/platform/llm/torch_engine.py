@@ -15,6 +15,8 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -25,6 +27,9 @@ from lamarck.platform.llm.model_store import ModelStore, ModelStoreError, strip_
 from lamarck.platform.llm.runner import LlamaRunner, LoraWeights, load_lora
 from lamarck.platform.llm.sampling import Completion, RowSampler, SamplingParams
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, EngineSettings
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +90,7 @@ class TorchEngine(EngineFrontEnd):
         self._thread.start()
 
     @staticmethod
-    def _load(base_dir):  # type: ignore[no-untyped-def]
+    def _load(base_dir: Path) -> tuple[PreTrainedTokenizerBase, LlamaRunner, PreTrainedConfig]:
         from lamarck.platform.llm.model_store import _offline
 
         with _offline():
@@ -143,7 +148,7 @@ class TorchEngine(EngineFrontEnd):
                 self._adapters.pop(strip_prefix(version), None)
 
     def _submit(
-        self, model: str, prompt: str, params: SamplingParams, stream: queue.Queue | None = None
+        self, model: str, prompt: str, params: SamplingParams, stream: queue.Queue[str | None] | None = None
     ) -> list[Future[Completion]]:
         if self._closed:
             raise EngineClosedError("the local engine is closed: create a new engine")
@@ -207,7 +212,7 @@ class TorchEngine(EngineFrontEnd):
                 _fail(row, EngineClosedError("the local engine was closed before this request ran"))
 
     def _drain(self) -> list[_Request]:
-        left = []
+        left: list[_Request] = []
         while True:
             try:
                 item = self._queue.get_nowait()

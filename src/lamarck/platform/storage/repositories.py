@@ -92,7 +92,7 @@ def generation_tasks(session: Session, *, run_id: str, generation: int) -> list[
 def episode_ids_by_key_prefix(session: Session, prefix: str) -> dict[str, str]:
     """Idempotency key -> episode id for the episodes whose key starts ``<prefix>:t`` (one generation's)."""
     query = select(Episode.idempotency_key, Episode.id).where(Episode.idempotency_key.like(f"{prefix}:t%"))
-    return {key: episode_id for key, episode_id in session.execute(query)}
+    return {key: episode_id for key, episode_id in session.execute(query) if key is not None}
 
 
 def add_task(
@@ -241,7 +241,7 @@ def _step_from_message(index: int, message: Message) -> Step:
 
 def _message_from_step(step: Step) -> Message:
     return Message(
-        role=step.role,  # type: ignore[arg-type]
+        role=step.role,
         content=step.content,
         name=step.name,
         tool_calls=[ToolCall(**call) for call in step.tool_calls] if step.tool_calls else None,
@@ -413,7 +413,7 @@ def promoted_harness_ids(session: Session) -> dict[str, str]:
         .where(Harness.status == "promoted", Harness.environment.is_not(None))
         .order_by(Harness.created_at)
     )
-    return {environment: harness_id for environment, harness_id in rows}
+    return {environment: harness_id for environment, harness_id in rows if environment is not None}
 
 
 def get_harness(session: Session, *, harness_id: str) -> Harness:
@@ -526,7 +526,7 @@ def llm_usage(session: Session, *, run_id: str | None = None) -> dict[str, float
     if run_id is not None:
         query = query.where(LLMCall.run_id == run_id)
     calls, prompt, completion, cost = session.execute(query).one()
-    return {"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": float(cost)}
+    return {"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": float(cost or 0.0)}
 
 
 # events

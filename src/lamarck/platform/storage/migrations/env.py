@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine, pool
+from sqlalchemy import Connection, create_engine, pool
 
 from lamarck.platform.storage.records import Base
 
@@ -22,12 +22,15 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("alembic: no sqlalchemy.url and no connection to migrate")
+    engine = create_engine(url, poolclass=pool.NullPool)
     with engine.connect() as connection:
         _run(connection)
 
 
-def _run(connection) -> None:  # type: ignore[no-untyped-def]
+def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
