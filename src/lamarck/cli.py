@@ -15,6 +15,7 @@ from lamarck.commands.common import UserError, console, container_from_settings,
 from lamarck.commands.curriculum import curriculum_app, envs_app
 from lamarck.commands.evolve import eval_command, evolve, runs_app
 from lamarck.commands.harness import app as harness_app
+from lamarck.commands.run_process import runs_start
 from lamarck.commands.skills import app as skills_app
 from lamarck.commands.solve import solve_command
 from lamarck.commands.training import register_model_commands, train_command, worker_command
@@ -31,6 +32,7 @@ app.add_typer(curriculum_app, name="curriculum")
 app.add_typer(skills_app, name="skills")
 app.add_typer(harness_app, name="harness")
 app.add_typer(runs_app, name="runs")
+runs_app.command("start")(runs_start)
 app.command("evolve")(evolve)
 app.command("eval")(eval_command)
 app.command("serve")(serve_command)

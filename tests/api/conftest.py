@@ -59,8 +59,18 @@ def container(db: Database, tmp_path: Path, model: Model) -> Iterator[Container]
 
 
 @pytest.fixture
-def client(container: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(container)) as test_client:
+def launches() -> list[tuple[str, str]]:
+    """The (run id, action) of every run process the app was asked to start; none is started."""
+    return []
+
+
+@pytest.fixture
+def client(container: Container, launches: list[tuple[str, str]]) -> Iterator[TestClient]:
+    def launch(run_id: str, action: str) -> int:
+        launches.append((run_id, action))
+        return 0
+
+    with TestClient(create_app(container, launcher=launch)) as test_client:
         yield test_client
 
 

@@ -14,6 +14,7 @@ from lamarck.cli import app
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
+from lamarck.testing import ScriptedLLM, scripted_provider
 
 from .conftest import Model
 
@@ -115,3 +116,30 @@ def test_serve_binds_the_configured_loopback_by_default(cli_db: Database, monkey
     monkeypatch.setenv("LAMARCK_API__PORT", "9123")
     runner.invoke(app, ["serve"])
     assert calls[1]["port"] == 9123
+
+
+def test_runs_start_drives_a_pending_run_and_refuses_any_other(
+    cli_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from lamarck.agents.runs import RunConfig, create_run
+    from lamarck.platform.settings import ROLES
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
+    from test_orchestrator_support import responder
+
+    for role in ROLES:
+        monkeypatch.setenv(f"LAMARCK_MODELS__{role.upper()}__MODEL", f"scripted/{role}")
+    config = RunConfig(environments=["arithmetic"], generations=1, batch_size=2, samples_per_task=1, llm_share=0.0)
+    run_id = create_run(cli_db, config, name="api")
+    with scripted_provider(ScriptedLLM(responder())):
+        result = runner.invoke(app, ["runs", "start", run_id, "--no-distill"])
+    assert result.exit_code == 0, result.output
+    assert f"run {run_id} finished" in result.output
+    with cli_db.session() as session:
+        run = repo.get_run(session, run_id=run_id)
+        assert run.status == "finished" and run.generations_done == 1
+    again = runner.invoke(app, ["runs", "start", run_id, "--no-distill"])
+    assert again.exit_code == 2
+    _one_error_line(again.output, "use `lamarck runs resume")

@@ -67,3 +67,42 @@ def test_bad_run_queries(client: TestClient, keys: dict[str, dict[str, str]]) ->
     assert "cursor" in error_of(client.get("/v1/runs?cursor=!!notours", headers=keys["read"]), 422)
     assert "cursor" in error_of(client.get("/v1/runs?cursor=WzEsMl0", headers=keys["read"]), 422)
     error_of(client.get("/v1/runs?limit=1000", headers=keys["read"]), 422)
+
+
+def test_start_a_run_in_its_own_process_and_resume_one(
+    client: TestClient, container: Container, keys: dict[str, dict[str, str]], launches: list[tuple[str, str]]
+) -> None:
+    body = {"name": "from the api", "config": {"environments": ["arithmetic"], "generations": 1, "batch_size": 2}}
+    response = client.post("/v1/runs", json=body, headers=keys["runs"])
+    assert response.status_code == 202, response.text
+    run = response.json()
+    assert response.headers["Location"] == f"/v1/runs/{run['id']}"
+    assert run["status"] == "pending" and run["name"] == "from the api" and run["config"]["batch_size"] == 2
+    assert run["config"]["model_version"] == "smollm2-135m" and run["config"]["follow_champion"] is True
+    assert launches == [(run["id"], "start")]
+    assert client.post(f"/v1/runs/{run['id']}/resume", headers=keys["runs"]).status_code == 202
+    assert launches[-1] == (run["id"], "start")  # its process never began: it is started, not resumed
+    stopped, finished = _runs(container, ["stopped", "finished"])
+    assert client.post(f"/v1/runs/{stopped}/resume", headers=keys["runs"]).status_code == 202
+    assert launches[-1] == (stopped, "resume")
+    assert "nothing to resume" in error_of(client.post(f"/v1/runs/{finished}/resume", headers=keys["runs"]), 409)
+    error_of(client.post(f"/v1/runs/{finished}/resume", headers=keys["read"]), 403)
+    assert len(launches) == 3
+
+
+def test_a_bad_run_config_is_422_and_starts_nothing(
+    client: TestClient, container: Container, keys: dict[str, dict[str, str]], launches: list[tuple[str, str]]
+) -> None:
+    cases = [
+        ({"config": {"environments": []}}, "environments"),
+        ({"config": {"environments": ["arithmetic"], "generations": 0}}, "generations"),
+        ({"config": {"environments": ["arithmetic"], "speed": "max"}}, "speed"),
+        ({"config": {"environments": ["chemistry"]}}, "unknown environment 'chemistry'"),
+        ({"config": {"environments": ["humaneval"]}}, "evaluation-only"),
+        ({"config": {"environments": ["arithmetic"], "model_version": "gpt-9"}}, "no model version 'gpt-9'"),
+        ({"config": {"environments": ["arithmetic"], "harnesses": {"arithmetic": "nope"}}}, "no harness 'nope'"),
+        ({"name": "no config"}, "config"),
+    ]
+    for body, expected in cases:
+        assert expected in error_of(client.post("/v1/runs", json=body, headers=keys["runs"]), 422), body
+    assert client.get("/v1/runs", headers=keys["read"]).json()["runs"] == [] and launches == []

@@ -13,6 +13,7 @@ from lamarck.api import errors
 from lamarck.api.deps import auth_failure
 from lamarck.api.limits import BodyLimit
 from lamarck.api.routes import events, health, runs, tasks
+from lamarck.api.run_launcher import Launcher, process_launcher
 from lamarck.api.task_runner import TaskRunner
 from lamarck.platform.container import Container
 from lamarck.platform.storage import api_repositories as api_repo
@@ -24,9 +25,9 @@ DESCRIPTION = (
 )
 
 
-def create_app(container: Container, *, runner: TaskRunner | None = None) -> FastAPI:
+def create_app(container: Container, *, runner: TaskRunner | None = None, launcher: Launcher | None = None) -> FastAPI:
     """The app; it owns ``runner`` (by default a pool of ``api.task_workers`` threads) and shuts it down on exit,
-    but not the container, which its creator closes."""
+    but not the container, which its creator closes. ``launcher`` starts runs (by default in processes of their own)."""
     settings = container.settings.api
     task_runner = runner or TaskRunner(container, workers=settings.task_workers)
 
@@ -40,6 +41,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None) -> Fas
     app = FastAPI(title="Lamarck", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     app.state.container = container
     app.state.runner = task_runner
+    app.state.launcher = launcher or process_launcher(container.settings.data_dir / "logs")
     errors.install(app, auth_first=auth_failure)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     for module in (health, tasks, events, runs):

@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lamarck.api.errors import ApiError
 from lamarck.api.keys import Principal, Scope, authenticate
+from lamarck.api.run_launcher import Launcher
 from lamarck.api.task_runner import TaskRunner
 from lamarck.platform.container import Container
 
@@ -31,7 +32,13 @@ def get_runner(request: Request) -> TaskRunner:
     return runner
 
 
+def get_launcher(request: Request) -> Launcher:
+    launcher: Launcher = request.app.state.launcher
+    return launcher
+
+
 ContainerDep = Annotated[Container, Depends(get_container)]
+LauncherDep = Annotated[Launcher, Depends(get_launcher)]
 RunnerDep = Annotated[TaskRunner, Depends(get_runner)]
 
 

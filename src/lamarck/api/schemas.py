@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from lamarck.agents.runs import RunConfig
 from lamarck.agents.summary import GenerationSummary
 from lamarck.api.solving import TaskRequest, TaskResult
 
@@ -92,6 +93,20 @@ class RunPublic(BaseModel):
     error: str | None
     created_at: datetime
     finished_at: datetime | None
+
+
+class RunCreate(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"name": "nightly", "config": {"environments": ["arithmetic"], "generations": 3, "batch_size": 16}}
+            ]
+        },
+    )
+
+    name: str = Field("", max_length=200)
+    config: RunConfig
 
 
 class RunPage(BaseModel):

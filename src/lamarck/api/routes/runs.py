@@ -8,16 +8,20 @@ import json
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 
-from lamarck.agents.runs import request_stop
+from lamarck.agents.runs import RunConfig, RunError, check_resumable, create_run, request_stop, validate_config
 from lamarck.agents.summary import GenerationSummary
-from lamarck.api.deps import ContainerDep, ReadKey, RunsKey
+from lamarck.api.deps import ContainerDep, LauncherDep, ReadKey, RunsKey
 from lamarck.api.errors import ApiError, ErrorResponse
-from lamarck.api.schemas import GenerationPage, RunPage, RunPublic, RunStatus, RunStopPublic
+from lamarck.api.run_launcher import Launcher, RunAction
+from lamarck.api.schemas import GenerationPage, RunCreate, RunPage, RunPublic, RunStatus, RunStopPublic
+from lamarck.platform.container import Container
+from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Run
+from lamarck.platform.storage.repositories import NotFound
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -61,6 +65,10 @@ def list_runs(
 
 @router.get("/{run_id}", operation_id="getRun", response_model=RunPublic, responses=ERRORS, summary="Show a run")
 def get_run(run_id: RunId, container: ContainerDep, _: ReadKey) -> RunPublic:
+    return _show(container, run_id)
+
+
+def _show(container: Container, run_id: str) -> RunPublic:
     with container.db.session() as session:
         return public(repo.get_run(session, run_id=run_id))
 
@@ -90,3 +98,66 @@ def list_generations(run_id: RunId, container: ContainerDep, _: ReadKey) -> Gene
         stored = (run.summary or {}).get("generations", {})
     generations = [GenerationSummary.model_validate(stored[key]) for key in sorted(stored, key=int)]
     return GenerationPage(run_id=run_id, generations=generations)
+
+
+@router.post(
+    "",
+    operation_id="createRun",
+    status_code=202,
+    response_model=RunPublic,
+    responses=ERRORS,
+    summary="Start an evolution run in a process of its own",
+)
+def start_run(
+    body: RunCreate, response: Response, container: ContainerDep, launcher: LauncherDep, _: RunsKey
+) -> RunPublic:
+    config = _with_release(container, body.config)
+    try:
+        validate_config(config, container.db, container.gateway)
+        if "model_version" in body.config.model_fields_set:
+            with container.db.session() as session:
+                repo.get_model_version(session, version_id=config.model_version)
+    except (RunError, NotFound) as exc:
+        raise ApiError(422, str(exc)) from None
+    run_id = create_run(container.db, config, name=body.name)
+    _launch(container, launcher, run_id, "start")
+    response.headers["Location"] = f"/v1/runs/{run_id}"
+    return _show(container, run_id)
+
+
+@router.post(
+    "/{run_id}/resume",
+    operation_id="resumeRun",
+    status_code=202,
+    response_model=RunPublic,
+    responses=ERRORS,
+    summary="Resume a stopped, failed or killed run from its last checkpoint, in a process of its own",
+)
+def resume_run(
+    run_id: RunId, response: Response, container: ContainerDep, launcher: LauncherDep, _: RunsKey
+) -> RunPublic:
+    with container.db.session() as session:
+        pending = check_resumable(session, run_id).status == "pending"
+    _launch(container, launcher, run_id, "start" if pending else "resume")  # a run whose process never began
+    response.headers["Location"] = f"/v1/runs/{run_id}"
+    return _show(container, run_id)
+
+
+def _with_release(container: Container, config: RunConfig) -> RunConfig:
+    """As ``lamarck evolve`` does: without a model version, the run starts from the champion and follows it."""
+    if "model_version" in config.model_fields_set:
+        return config
+    with container.db.session() as session:
+        champion = repo.promoted_model_version(session)
+    version = champion.id if champion is not None else DEFAULT_MODEL_VERSION
+    follow = config.follow_champion if "follow_champion" in config.model_fields_set else True
+    return config.model_copy(update={"model_version": version, "follow_champion": follow})
+
+
+def _launch(container: Container, launcher: Launcher, run_id: str, action: RunAction) -> None:
+    try:
+        launcher(run_id, action)
+    except OSError as exc:
+        with container.db.session() as session:
+            repo.set_run_status(session, run_id=run_id, status="failed", error=f"could not start its process: {exc}")
+        raise ApiError(503, f"could not start a process for run {run_id}: {exc}", code="unavailable") from None
