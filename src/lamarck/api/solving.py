@@ -11,6 +11,7 @@ import hashlib
 import json
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -112,11 +113,11 @@ class Resolved:
 class OpenEnvironment:
     """The environment of a task given without one: no tools, no verifier, any answer accepted as said."""
 
-    name = OPEN_ENVIRONMENT
-    description = "A task given through the API without an environment: answered, not verified."
-    difficulties = (0,)
-    answer_format = "the final answer only"
-    training_allowed = False
+    name: str = OPEN_ENVIRONMENT
+    description: str = "A task given through the API without an environment: answered, not verified."
+    difficulties: Sequence[int] = (0,)
+    answer_format: str = "the final answer only"
+    training_allowed: bool = False
 
     def generate(self, difficulty: int, rng: random.Random) -> TaskSpec:
         raise TrainingNotAllowed("the open environment has no generator: it only runs tasks given to it")

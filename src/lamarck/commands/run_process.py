@@ -3,6 +3,7 @@ process the API spawns for it, so a run outlives the request and is stopped and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -26,7 +27,7 @@ def runs_start(
         with container_from_settings() as container:
             scheduling = container.settings.training.schedule if distill is None else distill
             with open_distillation(container, container.bus, scheduling) as driver:
-                hooks = [driver.between_generations] if driver is not None else []
+                hooks: list[Callable[[str], None]] = [driver.between_generations] if driver is not None else []
                 try:
                     outcome = Orchestrator(container, between_generations=hooks).run(run_id)
                 except RunError as exc:
