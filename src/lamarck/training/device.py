@@ -13,11 +13,22 @@ import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 log = logging.getLogger(__name__)
 
 Precision = Literal["fp32", "bf16"]
+
+
+class DeviceArguments(TypedDict):
+    """The TrainingArguments fields that depend on the device."""
+
+    use_cpu: bool
+    bf16: bool
+    fp16: bool
+    activation_checkpointing: bool
+    dataloader_num_workers: int
+    dataloader_pin_memory: bool
 
 
 @dataclass(frozen=True)
@@ -34,7 +45,7 @@ class TrainDevice:
     def bf16(self) -> bool:
         return self.precision == "bf16"
 
-    def trainer_kwargs(self) -> dict[str, object]:
+    def trainer_kwargs(self) -> DeviceArguments:
         """The TrainingArguments fields that depend on the device (shared by SFT and DPO)."""
         return {
             "use_cpu": self.use_cpu,

@@ -30,14 +30,15 @@ def train_dpo(
     from datasets import Dataset
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import DPOConfig, DPOTrainer
+    from trl.trainer.dpo_config import DPOConfig
+    from trl.trainer.dpo_trainer import DPOTrainer
 
     if not pairs:
         raise ValueError("no preference pairs: DPO needs passed and failed attempts at the same task")
     device = choose_device(settings.precision)
     tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(base_dir, local_files_only=True)
-    model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
+    base = AutoModelForCausalLM.from_pretrained(base_dir, local_files_only=True)
+    model = PeftModel.from_pretrained(base, str(adapter_dir), is_trainable=True)
     data = Dataset.from_list([{"prompt": p.prompt, "chosen": p.chosen, "rejected": p.rejected} for p in pairs])
     config = DPOConfig(
         output_dir=str(work_dir),

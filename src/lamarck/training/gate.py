@@ -60,7 +60,7 @@ def sign_test_p(wins: int, losses: int) -> float:
     n = wins + losses
     if n == 0:
         return 1.0
-    return sum(comb(n, k) for k in range(wins, n + 1)) / 2**n
+    return sum(comb(n, k) for k in range(wins, n + 1)) / (1 << n)
 
 
 def sign_test_power(n: int, p_win: float, p_loss: float, alpha: float) -> float:

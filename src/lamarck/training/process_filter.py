@@ -65,13 +65,14 @@ def tidy_arithmetic(trajectory: Trajectory) -> Trajectory:
     for message in messages:
         if message.role != "assistant" or message.meta.get("few_shot"):
             continue
-        for index, call in enumerate(message.tool_calls or []):
+        calls = message.tool_calls or []
+        for index, call in enumerate(calls):
             expression = _argument(call.arguments)
             left, equals, _ = expression.partition("=")
             if call.name != "calculator" or not equals:
                 continue
             clean = left.strip().strip("`").strip()
-            message.tool_calls[index] = call.model_copy(update={"arguments": json.dumps({"input": clean})})
+            calls[index] = call.model_copy(update={"arguments": json.dumps({"input": clean})})
             message.content = (message.content or "").replace(expression, clean)
             tidied[call.id] = clean
     for message in messages:

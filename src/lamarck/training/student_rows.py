@@ -91,9 +91,9 @@ def student_row(trajectory: Trajectory) -> StudentRow:
         if message.role == "assistant" and (copied := _copied(message.content or "", hints)):
             raise RowRefused("copied_hint", f"the reply repeats the hint {copied!r}")
     messages = [*opening, *render_for_model(Trajectory(messages=own))]
-    for message in messages:
+    for rendered in messages:
         for hint in hints:
-            if hint and hint in message["content"]:
+            if hint and hint in rendered["content"]:
                 raise RowRefused("hint_in_row", "the hint text is still in the re-rendered row")
     return StudentRow(
         messages=messages, train_turns=turns, prompt_length=len(opening), hint_level=hint_level(trajectory)

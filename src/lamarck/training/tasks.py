@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +38,6 @@ def container() -> Container:
     return _containers[pid]
 
 
-@worker_process_init.connect
 def _limit_threads(**_: Any) -> None:
     threads = worker_torch_threads(settings_of(app))
     if threads is not None:
@@ -45,6 +45,10 @@ def _limit_threads(**_: Any) -> None:
 
         torch.set_num_threads(threads)
         log.info("worker process %d: torch uses %d thread(s)", os.getpid(), threads)
+
+
+# Celery is untyped: its decorators are called plainly so that the functions they register keep their types.
+worker_process_init.connect(_limit_threads)
 
 
 def bus() -> EventBus:
@@ -64,7 +68,9 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
 
 
-def guarded(task: Task, key: str, kwargs: dict[str, Any], body: Callable[[Any], Any]) -> Any:
+def guarded(
+    task: Task, key: str, kwargs: dict[str, Any], body: Callable[[threading.Event], dict[str, Any]]
+) -> dict[str, Any]:
     settings = settings_of(app)
     failures = int(kwargs.get("failures", 0))
     attempt = failures + 1
@@ -104,8 +110,7 @@ def guarded(task: Task, key: str, kwargs: dict[str, Any], body: Callable[[Any], 
     return result
 
 
-@app.task(name="lamarck.train.distill", bind=True, max_retries=None)
-def distill(self: Task, parent_version: str, dataset_digest: str, failures: int = 0) -> dict[str, Any]:
+def _distill(self: Task, parent_version: str, dataset_digest: str, failures: int = 0) -> dict[str, Any]:
     from lamarck.training.pipeline import distill_job_key, train_candidate
 
     kwargs = {"parent_version": parent_version, "dataset_digest": dataset_digest, "failures": failures}
@@ -120,14 +125,13 @@ def distill(self: Task, parent_version: str, dataset_digest: str, failures: int 
     )
 
 
-@app.task(name="lamarck.train.rehearse", bind=True, max_retries=None)
-def rehearse(
+def _rehearse(
     self: Task, job: str, steps: int = 5, step_seconds: float = 1.0, fail: bool = False, failures: int = 0
 ) -> dict[str, Any]:
     """A real job with a cheap body (tests and drills): sleeps in steps, then registers a version idempotently."""
     kwargs = {"job": job, "steps": steps, "step_seconds": step_seconds, "fail": fail, "failures": failures}
 
-    def body(lost: Any) -> dict[str, Any]:
+    def body(lost: threading.Event) -> dict[str, Any]:
         from lamarck.platform.settings import DEFAULT_MODEL_VERSION
         from lamarck.training import registry
 
@@ -158,9 +162,13 @@ def rehearse(
     return guarded(self, f"rehearse:{job}", kwargs, body)
 
 
-@app.task(name="lamarck.rollout.ping")
-def ping() -> str:
+def _ping() -> str:
     return "pong"
+
+
+distill = app.task(name="lamarck.train.distill", bind=True, max_retries=None)(_distill)
+rehearse = app.task(name="lamarck.train.rehearse", bind=True, max_retries=None)(_rehearse)
+ping = app.task(name="lamarck.rollout.ping")(_ping)
 
 
 def send(name: str, kwargs: dict[str, Any]) -> Any:

@@ -18,7 +18,7 @@ import logging
 import re
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, Field
 from sqlalchemy import select
@@ -58,6 +58,17 @@ class TrainingRow(BaseModel):
     repaired: bool = False
     weight: float = 1.0
     hint_level: str = "none"  # the teacher's help in the rollout this row came from (removed from the row)
+
+
+class _RowOrigin(TypedDict):
+    """The fields a row takes from its episode and task, whichever way its messages are rendered."""
+
+    task_id: str
+    episode_id: str
+    environment: str
+    difficulty: int
+    repaired: bool
+    weight: float
 
 
 class PreferencePair(BaseModel):
@@ -221,7 +232,7 @@ def episode_row(episode: Episode, task: Task, settings: TrainingSettings) -> Tra
         trajectory = tidy_process(spec, trajectory)
     repaired = episode.repaired_from_id is not None
     weight = settings.repaired_weight if repaired else 1.0
-    common = {
+    common: _RowOrigin = {
         "task_id": task.id,
         "episode_id": episode.id,
         "environment": task.environment,
@@ -363,7 +374,8 @@ def _text_key(messages: list[dict[str, str]]) -> str:
 
 def check_no_leak(dataset: DistillationSet) -> None:
     """Raise HeldoutLeak if any user or system text of any row or pair is a held-out prompt."""
-    for item in [*dataset.rows, *dataset.pairs]:
+    items: list[TrainingRow | PreferencePair] = [*dataset.rows, *dataset.pairs]
+    for item in items:
         messages = item.messages if isinstance(item, TrainingRow) else [*item.prompt, *item.chosen, *item.rejected]
         for message in messages:
             if message["role"] in ("user", "system") and is_heldout(item.environment, message["content"]):
