@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from lamarck.agents.runs import RunConfig
 from lamarck.agents.summary import GenerationSummary
 from lamarck.api.solving import TaskRequest, TaskResult
+from lamarck.api.text import NUL_MESSAGE, has_nul
 
 TaskStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 RunStatus = Literal["pending", "running", "stopping", "stopped", "finished", "budget_exhausted", "failed"]
@@ -107,6 +108,13 @@ class RunCreate(BaseModel):
 
     name: str = Field("", max_length=200)
     config: RunConfig
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: object) -> object:
+        if has_nul(data):
+            raise ValueError(NUL_MESSAGE)
+        return data
 
 
 class RunPage(BaseModel):

@@ -16,13 +16,14 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from lamarck.api.deps import ContainerDep, ReadKey
 from lamarck.api.errors import ApiError, ErrorResponse
 from lamarck.api.schemas import EventPage, EventPublic
+from lamarck.api.text import ID_PATTERN
 from lamarck.platform.event_types import EVENT_TYPES
 from lamarck.platform.events import BusEvent, EventBus
 
 router = APIRouter(prefix="/events", tags=["events"])
 
 SCAN_BATCH = 500
-RunId = Annotated[str | None, Query(max_length=32, description="Only this run's events.")]
+RunId = Annotated[str | None, Query(pattern=ID_PATTERN, description="Only this run's events.")]
 Types = Annotated[
     str | None, Query(max_length=2000, description="Comma-separated event types, e.g. run_started,episode_finished.")
 ]

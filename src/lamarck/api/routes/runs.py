@@ -16,6 +16,7 @@ from lamarck.api.deps import ContainerDep, LauncherDep, ReadKey, RunsKey
 from lamarck.api.errors import ApiError, ErrorResponse
 from lamarck.api.run_launcher import Launcher, RunAction
 from lamarck.api.schemas import GenerationPage, RunCreate, RunPage, RunPublic, RunStatus, RunStopPublic
+from lamarck.api.text import ID_PATTERN, valid_id
 from lamarck.platform.container import Container
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 from lamarck.platform.storage import api_repositories as api_repo
@@ -25,7 +26,7 @@ from lamarck.platform.storage.repositories import NotFound
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
-RunId = Annotated[str, Path(max_length=64, description="The run's id.")]
+RunId = Annotated[str, Path(pattern=ID_PATTERN, description="The run's id.")]
 ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (401, 403, 404, 409, 422)}
 
 
@@ -41,6 +42,8 @@ def encode_cursor(run: Run) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         created, run_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not valid_id(str(run_id)):
+            raise ValueError(run_id)
         return datetime.fromisoformat(created), str(run_id)
     except (binascii.Error, ValueError, TypeError):
         raise ApiError(422, f"cursor {cursor[:40]!r} is not one this server gave: pass a page's next_cursor") from None

@@ -14,6 +14,7 @@ from lamarck.api.keys import Principal
 from lamarck.api.schemas import TERMINAL_TASK, TaskCreate, TaskPublic, TaskWaitCreate
 from lamarck.api.solving import TaskRequest, resolve
 from lamarck.api.task_runner import TaskRunner
+from lamarck.api.text import ID_PATTERN
 from lamarck.platform.container import Container
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage.records import ApiTask
@@ -21,7 +22,7 @@ from lamarck.platform.storage.records import ApiTask
 router = APIRouter(prefix="/tasks", tags=["tasks"])
 
 DEFAULT_WAIT_SECONDS = 30.0
-TaskId = Annotated[str, Path(max_length=64, description="The task's id, from its Location header.")]
+TaskId = Annotated[str, Path(pattern=ID_PATTERN, description="The task's id, from its Location header.")]
 IdempotencyKey = Annotated[
     str | None,
     Header(
