@@ -16,7 +16,7 @@ CHECKPOINT_FILE = "checkpoints.sqlite"
 
 
 @contextmanager
-def open_checkpointer(db: Database, data_dir: Path) -> Iterator[BaseCheckpointSaver]:
+def open_checkpointer(db: Database, data_dir: Path) -> Iterator[BaseCheckpointSaver[str]]:
     """A ready saver (tables created); thread ids are run ids."""
     if db.dialect == "postgresql":
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -32,8 +32,8 @@ def open_checkpointer(db: Database, data_dir: Path) -> Iterator[BaseCheckpointSa
     conn = sqlite3.connect(data_dir / CHECKPOINT_FILE, check_same_thread=False, timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
     try:
-        saver = SqliteSaver(conn)
-        saver.setup()
-        yield saver
+        sqlite_saver = SqliteSaver(conn)
+        sqlite_saver.setup()
+        yield sqlite_saver
     finally:
         conn.close()

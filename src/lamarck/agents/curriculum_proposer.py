@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lamarck.agents.harness import load_prompt
-from lamarck.curriculum.environment import Environment, TaskSpec, normalise_prompt
+from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.frontier import FrontierSelector, FrontierSlot
 from lamarck.curriculum.heldout import is_heldout, training_task
 from lamarck.curriculum.learnable import Cell, CellEvidence, LearnableFrontier
 from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.curriculum.proposals import SCHEMAS, ProposalRejected, build_task, parse_proposal
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
+from lamarck.platform.storage.fingerprints import normalise_prompt
 
 if TYPE_CHECKING:
     from lamarck.platform.sandbox import Sandbox
@@ -90,9 +91,20 @@ class CurriculumProposer:
         self.sandbox = sandbox
         self.frontier = frontier or FrontierSelector.from_environments(list(self.environments.values()))
 
+    def _select(self, request: ProposerInput, rng: random.Random) -> list[FrontierSlot]:
+        """The frontier's slots; each frontier reads its own kind of profile."""
+        profile, failed = request.profile, request.recent_failures
+        if isinstance(self.frontier, LearnableFrontier):
+            if isinstance(profile, CapabilityProfile):
+                raise TypeError("the learnable frontier reads per-cell evidence, not a capability profile")
+            return self.frontier.select(profile, request.batch_size, rng=rng, failed_tasks=failed)
+        if not isinstance(profile, CapabilityProfile):
+            raise TypeError("the Thompson frontier reads a capability profile, not per-cell evidence")
+        return self.frontier.select(profile, request.batch_size, rng=rng, failed_tasks=failed)
+
     def run(self, request: ProposerInput) -> ProposerOutput:
         rng = random.Random(request.seed)
-        slots = self.frontier.select(request.profile, request.batch_size, rng=rng, failed_tasks=request.recent_failures)
+        slots = self._select(request, rng)
         asks = [
             self.gateway is not None
             and slot.replay_task is None

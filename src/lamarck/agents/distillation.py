@@ -314,8 +314,8 @@ def open_distillation(
     if not enabled:
         yield None
         return
-    from lamarck.platform.workers import configure, start_embedded_worker
-    from lamarck.training.tasks import app, send
+    from lamarck.platform.workers import app, configure, start_embedded_worker
+    from lamarck.training.tasks import send
 
     configure(app, container.settings)
     worker = start_embedded_worker(container.settings)

@@ -70,4 +70,4 @@ def ratings(
 
 def win_probability(rating_a: float, rating_b: float) -> float:
     """The chance A beats B on a task where they disagree."""
-    return 1.0 / (1.0 + 10.0 ** ((rating_b - rating_a) / 400.0))
+    return 1.0 / (1.0 + math.pow(10.0, (rating_b - rating_a) / 400.0))

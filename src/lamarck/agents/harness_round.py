@@ -8,8 +8,8 @@ import logging
 from sqlalchemy import select
 
 from lamarck.agents.demonstrations import verified_examples
-from lamarck.agents.harness import HarnessSpec, load_harness, save_harness
-from lamarck.agents.harness_archive import promoted_harness, record_round
+from lamarck.agents.harness import HarnessSpec, load_harness, promoted_harness, save_harness
+from lamarck.agents.harness_archive import record_round
 from lamarck.agents.harness_critic import HarnessCritic, HarnessCriticInput, HarnessCriticOutput, dev_evaluator
 from lamarck.agents.harness_proposals import FailureCase
 from lamarck.curriculum.environment import Environment

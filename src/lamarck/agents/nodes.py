@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from lamarck.agents.critic import Critic, CriticInput, EpisodeForReview
 from lamarck.agents.curriculum_proposer import CurriculumProposer, ProposedTask, ProposerInput
@@ -76,13 +76,14 @@ def _key_order(key: str) -> tuple[int, int]:
     return int(task[1:]), int(sample[1:])
 
 
-def timed(
-    name: str, *, embeds: bool = False
-) -> Callable[[Callable[[LoopNodes, RunState], dict[str, Any]]], Callable[[LoopNodes, RunState], dict[str, Any]]]:
+NodeMethod = TypeVar("NodeMethod", bound=Callable[["LoopNodes", RunState], dict[str, Any]])
+
+
+def timed(name: str, *, embeds: bool = False) -> Callable[[NodeMethod], NodeMethod]:
     """Adds the node's wall time (and, if it ``embeds``, its embedding cost) to the state and tells the listener when
     it starts and ends. Nodes that run side by side must not both embed: each would count the other's cost."""
 
-    def wrap(fn: Callable[[LoopNodes, RunState], dict[str, Any]]) -> Callable[[LoopNodes, RunState], dict[str, Any]]:
+    def wrap(fn: NodeMethod) -> NodeMethod:
         def node(self: LoopNodes, state: RunState) -> dict[str, Any]:
             generation = state.get("generation", 0)
             self._notify(name, generation, finished=False)
@@ -99,7 +100,9 @@ def timed(
             return update
 
         node.__name__ = name
-        return node
+        # the wrapper keeps the method's signature; a cast is how a typed decorator says so (LangGraph matches a
+        # node's parameter by its name, ``state``, which a plain Callable type would drop)
+        return cast(NodeMethod, node)
 
     return wrap
 

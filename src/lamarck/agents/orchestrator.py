@@ -14,10 +14,10 @@ status; ``resume`` does the same for a run that was stopped, failed or killed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -60,8 +60,12 @@ from lamarck.platform.storage import repositories as repo
 log = logging.getLogger(__name__)
 
 
-def build_graph(nodes: LoopNodes) -> StateGraph:
-    graph = StateGraph(RunState)
+RunGraph = StateGraph[RunState, None, RunState, RunState]
+CompiledRunGraph = CompiledStateGraph[RunState, None, RunState, RunState]
+
+
+def build_graph(nodes: LoopNodes) -> RunGraph:
+    graph: RunGraph = StateGraph(RunState)
     graph.add_node("propose", nodes.propose)
     graph.add_node("execute", nodes.execute)
     graph.add_node("critique", nodes.critique)
@@ -85,7 +89,7 @@ def build_graph(nodes: LoopNodes) -> StateGraph:
     return graph
 
 
-def supersteps_per_generation(graph: CompiledStateGraph) -> int:
+def supersteps_per_generation(graph: CompiledRunGraph) -> int:
     """At most one superstep per node in a generation (parallel nodes share one), so the node count bounds it and
     the recursion limit follows the graph as nodes are added."""
     return len(graph.get_graph().nodes)
@@ -115,7 +119,7 @@ class Orchestrator:
         container: Container,
         *,
         listener: LoopListener | None = None,
-        between_generations: list[Callable[[str], None]] | None = None,
+        between_generations: Sequence[Callable[[str], None]] | None = None,
         seed_builtins: bool = True,
     ) -> None:
         self.container = container
@@ -150,12 +154,12 @@ class Orchestrator:
             config = load_config(claim(session, run_id))
         with open_checkpointer(db, self.container.settings.data_dir) as saver:
             graph = self._compile(config, saver)
-            thread: dict[str, Any] = {
+            thread: RunnableConfig = {
                 "configurable": {"thread_id": run_id},
                 "recursion_limit": supersteps_per_generation(graph) * (config.generations + 2) + 10,
             }
             snapshot = graph.get_state(thread)
-            state_in: dict[str, Any] | None = None
+            state_in: RunState | None = None
             if not snapshot.values:
                 state_in = {
                     "run_id": run_id,
@@ -224,7 +228,7 @@ class Orchestrator:
 
     # building the graph for one run
 
-    def _compile(self, config: RunConfig, saver: BaseCheckpointSaver) -> CompiledStateGraph:
+    def _compile(self, config: RunConfig, saver: BaseCheckpointSaver[str]) -> CompiledRunGraph:
         s = self.container
         environments = {name: get_environment(name, sandbox=s.sandbox) for name in config.environments}
         gateway_for_proposer = s.gateway if config.llm_share > 0 else None

@@ -95,10 +95,10 @@ def summarize(
         stats["tokens"] += row.prompt_tokens + row.completion_tokens
         stats["seconds"] += row.wall_seconds
     for verdict in verdicts:
-        key = episode_cell.get(verdict["episode_id"])
-        if key is None:
+        verdict_cell = episode_cell.get(verdict["episode_id"])
+        if verdict_cell is None:
             continue
-        stats = cell(key)
+        stats = cell(verdict_cell)
         stats["successes"] += int(verdict["passed"])
         stats["reward"] += verdict["reward"]
         stats["lessons"] += int(verdict["new_lesson"])
