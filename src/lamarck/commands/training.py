@@ -77,8 +77,8 @@ def train_command(
         with container_from_settings() as container:
             bus = EventBus(container.db)
             if not now:
-                from lamarck.platform.workers import configure
-                from lamarck.training.tasks import app, send
+                from lamarck.platform.workers import app, configure
+                from lamarck.training.tasks import send
 
                 configure(app, container.settings)
                 result = pipeline.maybe_schedule_distillation(container, send, bus=bus)

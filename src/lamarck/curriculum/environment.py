@@ -64,9 +64,13 @@ class ToolSpec(BaseModel):
 class Environment(Protocol):
     name: str
     description: str
-    difficulties: Sequence[int]
     answer_format: str
     training_allowed: bool
+
+    @property
+    def difficulties(self) -> Sequence[int]:
+        """The levels ``generate`` takes (read-only, so a tuple or a list both meet the Protocol)."""
+        ...
 
     def generate(self, difficulty: int, rng: random.Random) -> TaskSpec: ...
 

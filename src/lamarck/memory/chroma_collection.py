@@ -160,7 +160,7 @@ class ChromaCollection:
     def query(self, text: str, k: int = 5, where: Where | None = None) -> list[MemoryHit]: ...
 
     @overload
-    def query(self, text: Sequence[str], k: int = 5, where: Where | None = None) -> list[list[MemoryHit]]: ...
+    def query(self, text: list[str], k: int = 5, where: Where | None = None) -> list[list[MemoryHit]]: ...
 
     def query(
         self, text: str | Sequence[str], k: int = 5, where: Where | None = None
@@ -249,7 +249,7 @@ class ChromaCollection:
             offset = 0
             while True:
                 page = self._chroma.get(where=chroma_where, include=["metadatas"], limit=SCAN_PAGE, offset=offset)
-                out.extend(zip(page["ids"], [dict(m or {}) for m in page["metadatas"] or []], strict=True))
+                out.extend(zip(page["ids"], [_scalars(m) for m in page["metadatas"] or []], strict=True))
                 if len(page["ids"]) < SCAN_PAGE:
                     return out
                 offset += SCAN_PAGE
@@ -298,3 +298,8 @@ def _field_key(value: Scalar | None) -> tuple[int, float, str]:
 def _first_line(value: object) -> str:
     text = str(value).strip() or type(value).__name__
     return text.splitlines()[0]
+
+
+def _scalars(metadata: Mapping[str, object] | None) -> Metadata:
+    """A record's metadata as written: Chroma's type allows vectors and lists, the memory stores only scalars."""
+    return {key: value for key, value in (metadata or {}).items() if isinstance(value, str | int | float | bool)}

@@ -8,6 +8,7 @@ one-line reason and changes nothing. ``retrieve`` implements the executor's ``Sk
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -180,12 +181,12 @@ class SkillLibrary:
 
     # retrieval (the executor's SkillSource)
 
-    def retrieve(self, query: str, *, environment: str | None = None, k: int = 3) -> list[SkillHandle]:
+    def retrieve(self, query: str, *, environment: str | None = None, k: int = 3) -> builtins.list[SkillHandle]:
         return self.retrieve_many([RetrievalQuery(query, environment, k)])[0]
 
-    def retrieve_many(self, queries: Sequence[RetrievalQuery]) -> list[list[SkillHandle]]:
+    def retrieve_many(self, queries: Sequence[RetrievalQuery]) -> builtins.list[builtins.list[SkillHandle]]:
         """Each query's best ``k`` active skills (see ``retrieval.score``); all texts embedded in one call."""
-        found: list[list[SkillHandle]] = [[] for _ in queries]
+        found: builtins.list[builtins.list[SkillHandle]] = [[] for _ in queries]
         live = [index for index, query in enumerate(queries) if query.k > 0]
         if not live:
             return found
@@ -199,7 +200,7 @@ class SkillLibrary:
 
     def _ranked(
         self, views: dict[str, SkillView], near: dict[str, tuple[float, str | None]], query: RetrievalQuery
-    ) -> list[SkillView]:
+    ) -> builtins.list[SkillView]:
         config = self.config.ranking
         candidates = [view for name, view in views.items() if name in near]  # by name, so ties keep that order
         ranked = sorted(
@@ -246,7 +247,7 @@ class SkillLibrary:
             return f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         return call_in_sandbox(self.sandbox, view.code, expression, wall_seconds=self.config.call_wall_seconds)
 
-    def _similarities(self, queries: Sequence[RetrievalQuery]) -> list[dict[str, tuple[float, str | None]]]:
+    def _similarities(self, queries: Sequence[RetrievalQuery]) -> builtins.list[dict[str, tuple[float, str | None]]]:
         """Per query: name -> (similarity, environment the skill was learned in) for the active skills near it."""
         collection = self._collection()
         if collection is not None and not self._indexed:
@@ -255,8 +256,8 @@ class SkillLibrary:
             with self.db.session() as session:
                 views = [store.to_view(s) for s in store.list_skills(session)]
             return [{v.name: (lexical_similarity(q.text, document(v)), None) for v in views} for q in queries]
-        found: list[dict[str, tuple[float, str | None]]] = [{} for _ in queries]
-        by_k: dict[int, list[int]] = {}
+        found: builtins.list[dict[str, tuple[float, str | None]]] = [{} for _ in queries]
+        by_k: dict[int, builtins.list[int]] = {}
         for index, query in enumerate(queries):
             by_k.setdefault(query.k * self.config.ranking.candidates_per_slot, []).append(index)
         try:

@@ -373,7 +373,14 @@ REPORT_FAMILIES: tuple[Family, ...] = (
            lambda r, c: [([],)] + [(_step_list(r, c["k"]),) for _ in range(5)]),
 )  # fmt: skip
 
-_RPN_EXTRA = ("a * {c} + b", "a - b * {c}", "max(a, b) * {c}", "min(a, b) - {c}", "(a + b) * {c}", "abs(a - b) + {c}")
+_RPN_EXTRA: tuple[str, ...] = (
+    "a * {c} + b",
+    "a - b * {c}",
+    "max(a, b) * {c}",
+    "min(a, b) - {c}",
+    "(a + b) * {c}",
+    "abs(a - b) + {c}",
+)
 _BRACKETS = ("()", "[]", "{}", "<>")
 
 

@@ -208,7 +208,7 @@ class StringOpsEnv:
             else:
                 words = [w.capitalize() if rng.random() < level.capitals else w for w in words]
             text = " ".join(words)
-            steps = []
+            steps: list[tuple[Op, dict[str, Any]]] = []
             for _ in range(level.n_ops):
                 op = rng.choice([o for o in pool if not steps or o.name != steps[-1][0].name])
                 steps.append((op, op.params(rng) if op.params else {}))

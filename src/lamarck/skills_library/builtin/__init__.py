@@ -45,10 +45,13 @@ def builtin_skills() -> list[BuiltinSkill]:
         ),
     ]
     for fn in strings.SKILLS:
-        skills.append(
-            BuiltinSkill(candidate_from_function(fn, provenance="builtin"), safe=True, host=lambda _sandbox, fn=fn: fn)
-        )
+        skills.append(BuiltinSkill(candidate_from_function(fn, provenance="builtin"), safe=True, host=_pure(fn)))
     return skills
+
+
+def _pure(fn: Callable[..., Any]) -> Callable[[Sandbox], Callable[..., Any]]:
+    """The host of a skill that needs no sandbox: the function itself."""
+    return lambda _sandbox: fn
 
 
 __all__ = ["BuiltinSkill", "builtin_skills"]

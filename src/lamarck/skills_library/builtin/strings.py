@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+
+def _tests(fn: Callable[..., object], tests: str) -> None:
+    """Attach the skill's tests as the ``tests`` attribute that plugin functions carry."""
+    vars(fn)["tests"] = tests
+
 
 def reverse_text(text: str) -> str:
     """Reverse a string character by character."""
     return text[::-1]
 
 
-reverse_text.tests = """
+_tests(
+    reverse_text,
+    """
 assert reverse_text("hello") == "olleh"
 assert reverse_text("") == ""
 assert reverse_text("ab c") == "c ba"
-"""
+""",
+)
 
 
 def reverse_words(text: str) -> str:
@@ -20,10 +30,13 @@ def reverse_words(text: str) -> str:
     return " ".join(reversed(text.split()))
 
 
-reverse_words.tests = """
+_tests(
+    reverse_words,
+    """
 assert reverse_words("one two three") == "three two one"
 assert reverse_words("  solo ") == "solo"
-"""
+""",
+)
 
 
 def word_count(text: str) -> int:
@@ -31,11 +44,14 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-word_count.tests = """
+_tests(
+    word_count,
+    """
 assert word_count("the quick brown fox") == 4
 assert word_count("") == 0
 assert word_count("  spaced   out  ") == 2
-"""
+""",
+)
 
 
 def sort_words(text: str) -> str:
@@ -43,10 +59,13 @@ def sort_words(text: str) -> str:
     return " ".join(sorted(text.split(), key=lambda word: (word.casefold(), word)))
 
 
-sort_words.tests = """
+_tests(
+    sort_words,
+    """
 assert sort_words("pear Apple banana") == "Apple banana pear"
 assert sort_words("b a") == "a b"
-"""
+""",
+)
 
 
 def dedupe_list(items: list) -> list:
@@ -60,10 +79,13 @@ def dedupe_list(items: list) -> list:
     return kept
 
 
-dedupe_list.tests = """
+_tests(
+    dedupe_list,
+    """
 assert dedupe_list([3, 1, 3, 2, 1]) == [3, 1, 2]
 assert dedupe_list([]) == []
 assert dedupe_list(["a", "a", [1], [1]]) == ["a", [1]]
-"""
+""",
+)
 
-SKILLS = [reverse_text, reverse_words, word_count, sort_words, dedupe_list]
+SKILLS: list[Callable[..., object]] = [reverse_text, reverse_words, word_count, sort_words, dedupe_list]
