@@ -31,7 +31,7 @@ TORCH_SOURCE ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS),--extra-in
 SYSTEM_PACKAGES := bubblewrap
 export LAMARCK_DATA_DIR ?= .lamarck
 
-.PHONY: setup system-packages run test lint format lock bench bench-evolution clean
+.PHONY: setup system-packages run test lint typecheck format lock bench bench-evolution clean
 
 setup: system-packages $(STAMP)
 
@@ -85,6 +85,10 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
+
+# mypy as configured in pyproject.toml: strict on platform/, training/ and agents/, default checks elsewhere
+typecheck: setup
+	$(VENV)/bin/mypy
 
 format: setup
 	$(VENV)/bin/ruff check --fix src tests benchmarks
