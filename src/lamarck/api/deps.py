@@ -93,3 +93,4 @@ def require(scope: Scope) -> Callable[[Principal], Principal]:
 ReadKey = Annotated[Principal, Depends(require(Scope.READ))]
 TasksKey = Annotated[Principal, Depends(require(Scope.TASKS))]
 RunsKey = Annotated[Principal, Depends(require(Scope.RUNS))]
+ModelsKey = Annotated[Principal, Depends(require(Scope.MODELS))]

@@ -3,14 +3,15 @@ paged run listing. Every function takes the session first and keywords after it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from lamarck.platform.storage.records import ApiKey, ApiTask, Run, utcnow
+from lamarck.platform.storage.records import ApiKey, ApiTask, Episode, Evaluation, ModelVersion, Run, Task, utcnow
 from lamarck.platform.storage.repositories import NotFound
 
 TASK_ACTIVE = ("queued", "running")
@@ -154,3 +155,112 @@ def runs_page(
         created, run_id = before
         query = query.where(or_(Run.created_at < created, (Run.created_at == created) & (Run.id < run_id)))
     return list(session.scalars(query))
+
+
+# a run's episodes, paged, and their outcomes grouped for metrics
+
+
+def run_episodes_page(
+    session: Session,
+    *,
+    run_id: str,
+    limit: int,
+    outcome: str | None = None,
+    environment: str | None = None,
+    generation: int | None = None,
+    before: tuple[datetime, str] | None = None,
+) -> list[tuple[Episode, Task]]:
+    """A run's episodes with their tasks, newest first; ``before`` as in ``runs_page``."""
+    query = (
+        select(Episode, Task)
+        .join(Task, Task.id == Episode.task_id)
+        .where(Episode.run_id == run_id)
+        .order_by(Episode.created_at.desc(), Episode.id.desc())
+        .limit(limit)
+    )
+    if outcome is not None:
+        query = query.where(Episode.outcome == outcome)
+    if environment is not None:
+        query = query.where(Task.environment == environment)
+    if generation is not None:
+        query = query.where(Episode.generation == generation)
+    if before is not None:
+        created, episode_id = before
+        query = query.where(
+            or_(Episode.created_at < created, (Episode.created_at == created) & (Episode.id < episode_id))
+        )
+    return [(episode, task) for episode, task in session.execute(query).tuples()]
+
+
+@dataclass(frozen=True)
+class OutcomeCell:
+    """One generation's attempts in one environment at one difficulty."""
+
+    generation: int
+    environment: str
+    difficulty: int
+    attempts: int
+    successes: int
+    reward_sum: float
+    rewarded: int  # attempts with a reward recorded
+
+
+def run_outcome_cells(session: Session, *, run_id: str) -> list[OutcomeCell]:
+    """A run's attempts grouped by generation, environment and difficulty. Repairs the critic wrote are left out:
+    they are not attempts the model made."""
+    passed = func.sum(case((Episode.outcome == "passed", 1), else_=0))
+    query = (
+        select(
+            Episode.generation,
+            Task.environment,
+            Task.difficulty,
+            func.count(Episode.id),
+            passed,
+            func.coalesce(func.sum(Episode.reward), 0.0),
+            func.count(Episode.reward),
+        )
+        .join(Task, Task.id == Episode.task_id)
+        .where(Episode.run_id == run_id, Episode.generation.is_not(None), Episode.repaired_from_id.is_(None))
+        .group_by(Episode.generation, Task.environment, Task.difficulty)
+        .order_by(Episode.generation, Task.environment, Task.difficulty)
+    )
+    return [
+        OutcomeCell(int(g), str(env), int(d), int(n), int(ok or 0), float(total), int(rewarded))
+        for g, env, d, n, ok, total, rewarded in session.execute(query).tuples()
+    ]
+
+
+# model versions, paged, and their gate evaluations
+
+
+def model_versions_page(
+    session: Session, *, limit: int, status: str | None = None, before: tuple[datetime, str] | None = None
+) -> list[ModelVersion]:
+    """Model versions newest first; ``before`` as in ``runs_page``."""
+    query = select(ModelVersion).order_by(ModelVersion.created_at.desc(), ModelVersion.id.desc()).limit(limit)
+    if status is not None:
+        query = query.where(ModelVersion.status == status)
+    if before is not None:
+        created, version_id = before
+        query = query.where(
+            or_(
+                ModelVersion.created_at < created,
+                (ModelVersion.created_at == created) & (ModelVersion.id < version_id),
+            )
+        )
+    return list(session.scalars(query))
+
+
+def gate_evaluations(session: Session, *, version_id: str) -> list[Evaluation]:
+    """The gate's per-environment evaluations of a model version, oldest first."""
+    query = (
+        select(Evaluation)
+        .where(Evaluation.kind == "gate", Evaluation.model_version == version_id)
+        .order_by(Evaluation.created_at, Evaluation.id)
+    )
+    return list(session.scalars(query))
+
+
+def model_children(session: Session, *, parent_id: str) -> list[ModelVersion]:
+    query = select(ModelVersion).where(ModelVersion.parent_id == parent_id)
+    return list(session.scalars(query.order_by(ModelVersion.created_at, ModelVersion.id)))
