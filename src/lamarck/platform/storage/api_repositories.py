@@ -11,7 +11,17 @@ from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from lamarck.platform.storage.records import ApiKey, ApiTask, Episode, Evaluation, ModelVersion, Run, Task, utcnow
+from lamarck.platform.storage.records import (
+    ApiKey,
+    ApiTask,
+    Episode,
+    Evaluation,
+    Harness,
+    ModelVersion,
+    Run,
+    Task,
+    utcnow,
+)
 from lamarck.platform.storage.repositories import NotFound
 
 TASK_ACTIVE = ("queued", "running")
@@ -264,3 +274,33 @@ def gate_evaluations(session: Session, *, version_id: str) -> list[Evaluation]:
 def model_children(session: Session, *, parent_id: str) -> list[ModelVersion]:
     query = select(ModelVersion).where(ModelVersion.parent_id == parent_id)
     return list(session.scalars(query.order_by(ModelVersion.created_at, ModelVersion.id)))
+
+
+# harnesses, paged
+
+
+def harnesses_page(
+    session: Session,
+    *,
+    limit: int,
+    environment: str | None = None,
+    status: str | None = None,
+    before: tuple[datetime, str] | None = None,
+) -> list[Harness]:
+    """Archived harnesses newest first; ``before`` as in ``runs_page``."""
+    query = select(Harness).order_by(Harness.created_at.desc(), Harness.id.desc()).limit(limit)
+    if environment is not None:
+        query = query.where(Harness.environment == environment)
+    if status is not None:
+        query = query.where(Harness.status == status)
+    if before is not None:
+        created, harness_id = before
+        query = query.where(
+            or_(Harness.created_at < created, (Harness.created_at == created) & (Harness.id < harness_id))
+        )
+    return list(session.scalars(query))
+
+
+def harness_children(session: Session, *, parent_id: str) -> list[Harness]:
+    query = select(Harness).where(Harness.parent_id == parent_id)
+    return list(session.scalars(query.order_by(Harness.created_at, Harness.id)))
