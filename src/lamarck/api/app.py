@@ -12,7 +12,7 @@ from lamarck import __version__
 from lamarck.api import errors
 from lamarck.api.deps import auth_failure
 from lamarck.api.limits import BodyLimit
-from lamarck.api.routes import catalog, episodes, events, harnesses, health, metrics, models, runs, tasks
+from lamarck.api.routes import catalog, episodes, events, harnesses, health, metrics, models, runs, skills, tasks
 from lamarck.api.run_launcher import Launcher, process_launcher
 from lamarck.api.task_runner import TaskRunner
 from lamarck.platform.container import Container
@@ -44,7 +44,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
     app.state.launcher = launcher or process_launcher(container.settings.data_dir / "logs")
     errors.install(app, auth_first=auth_failure)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    for module in (health, tasks, events, runs, metrics, episodes, models, harnesses, catalog):
+    for module in (health, tasks, events, runs, metrics, episodes, models, harnesses, skills, catalog):
         app.include_router(module.router, prefix="/v1")
     return app
 
