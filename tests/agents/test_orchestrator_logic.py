@@ -9,7 +9,9 @@ import pytest
 from sqlalchemy import func, select
 from test_orchestrator_support import scripted_orchestrator, small_config
 
+from lamarck.agents.checkpoints import STATE_MODELS, open_checkpointer, state_serializer
 from lamarck.agents.runs import Budget, RunError, request_stop
+from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.registry import UnknownEnvironment
 from lamarck.platform.events import EventBus
 from lamarck.platform.storage import repositories as repo
@@ -188,3 +190,42 @@ def test_a_refused_candidate_better_on_dev_rolls_out_while_the_champion_stays(
         }
         assert registry.champion(session) == "smollm2-135m"
     assert by_generation == {(0, "smollm2-135m"), (1, second)}
+
+
+def test_a_checkpoint_written_with_plain_dict_specs_resumes(sqlite_db: Database, tmp_path: Path) -> None:
+    """Runs checkpointed before RunState held TaskSpec models stored specs as dicts and a ``config`` key: stop a run
+    after its rollouts, rewrite its last checkpoint in that old shape, and resume it to the end."""
+
+    class StopAfterExecute(Recorder):
+        def on_node(self, node: str, generation: int, finished: bool) -> None:
+            if node == "execute" and finished and generation == 0:
+                request_stop(sqlite_db, self.run_id)
+
+    listener = StopAfterExecute()
+    with scripted_orchestrator(sqlite_db, tmp_path, listener=listener) as orchestrator:
+        listener.run_id = run_id = orchestrator.start(small_config(generations=2))
+        assert orchestrator.run(run_id).status == "stopped"
+        with open_checkpointer(sqlite_db, tmp_path) as saver:
+            last = saver.get_tuple({"configurable": {"thread_id": run_id}})
+            assert last is not None and last.parent_config is not None
+            values = last.checkpoint["channel_values"]
+            assert all(isinstance(item["spec"], TaskSpec) for item in values["tasks"])
+            values["tasks"] = [{**item, "spec": item["spec"].model_dump(mode="json")} for item in values["tasks"]]
+            values["config"] = small_config(generations=2).model_dump(mode="json")
+            saver.put(last.parent_config, last.checkpoint, last.metadata, {})
+            rewritten = saver.get_tuple({"configurable": {"thread_id": run_id}})
+            assert rewritten is not None
+            assert isinstance(rewritten.checkpoint["channel_values"]["tasks"][0]["spec"], dict)
+        outcome = orchestrator.resume(run_id)
+    assert outcome.status == "finished" and outcome.generations_done == 2
+    with sqlite_db.session() as session:
+        assert session.scalar(select(func.count()).select_from(Episode).where(Episode.repaired_from_id.is_(None))) == 16
+        assert session.scalar(select(func.count()).select_from(Verdict)) == 16
+
+
+def test_the_checkpointer_revives_the_task_specs_it_was_told_of() -> None:
+    serde = state_serializer()
+    spec = TaskSpec(environment="arithmetic", difficulty=2, prompt="2 + 2?", reference={"answer": 4})
+    revived = serde.loads_typed(serde.dumps_typed({"tasks": [{"task_id": "t", "source": "procedural", "spec": spec}]}))
+    assert revived["tasks"][0]["spec"] == spec and isinstance(revived["tasks"][0]["spec"], TaskSpec)
+    assert STATE_MODELS == (TaskSpec,)

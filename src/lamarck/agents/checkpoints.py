@@ -1,4 +1,8 @@
-"""The graph's checkpointer: SQLite beside the data (embedded mode), PostgreSQL when the database is PostgreSQL."""
+"""The graph's checkpointer: SQLite beside the data (embedded mode), PostgreSQL when the database is PostgreSQL.
+
+Both serialize the run's state with LangGraph's JsonPlusSerializer, told which of our models the state holds
+(``STATE_MODELS``): it revives only those, so a checkpoint cannot name an arbitrary class to construct.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from sqlalchemy.engine import make_url
 
+from lamarck.curriculum.environment import TaskSpec
 from lamarck.platform.storage.database import Database
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
+STATE_MODELS: tuple[type, ...] = (TaskSpec,)  # the pydantic models RunState holds (agents/state.py)
+
+
+def state_serializer() -> JsonPlusSerializer:
+    return JsonPlusSerializer(allowed_msgpack_modules=[(model.__module__, model.__name__) for model in STATE_MODELS])
 
 
 @contextmanager
@@ -20,9 +31,12 @@ def open_checkpointer(db: Database, data_dir: Path) -> Iterator[BaseCheckpointSa
     """A ready saver (tables created); thread ids are run ids."""
     if db.dialect == "postgresql":
         from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg import Connection
+        from psycopg.rows import dict_row
 
         url = make_url(db.url).set(drivername="postgresql").render_as_string(hide_password=False)
-        with PostgresSaver.from_conn_string(url) as saver:
+        with Connection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as pg:
+            saver = PostgresSaver(pg, serde=state_serializer())
             saver.setup()
             yield saver
         return
@@ -32,7 +46,7 @@ def open_checkpointer(db: Database, data_dir: Path) -> Iterator[BaseCheckpointSa
     conn = sqlite3.connect(data_dir / CHECKPOINT_FILE, check_same_thread=False, timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
     try:
-        sqlite_saver = SqliteSaver(conn)
+        sqlite_saver = SqliteSaver(conn, serde=state_serializer())
         sqlite_saver.setup()
         yield sqlite_saver
     finally:

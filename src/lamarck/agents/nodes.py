@@ -26,7 +26,7 @@ from lamarck.agents.harness_round import run_round
 from lamarck.agents.hint_ladder import run_ladder
 from lamarck.agents.runs import RunConfig, derived_seed, episode_key_prefix, task_id_for
 from lamarck.agents.skill_review import review_skills
-from lamarck.agents.state import NewSkill, RunState, TaskItem, VerdictItem
+from lamarck.agents.state import NewSkill, RunState, TaskItem, VerdictItem, task_spec
 from lamarck.agents.summary import summarize
 from lamarck.agents.teacher import HintLevel
 from lamarck.curriculum.environment import Environment, TaskSpec
@@ -160,7 +160,7 @@ class LoopNodes:
                     batch_size=cfg.batch_size,
                     seed=derived_seed(cfg.seed, generation, "propose"),
                     llm_share=cfg.llm_share,
-                    recent_failures=[TaskSpec.model_validate(t) for t in state.get("recent_failures", [])],
+                    recent_failures=[task_spec(t) for t in state.get("recent_failures", [])],
                     recent_prompts=state.get("recent_prompts", []),
                     run_id=run_id,
                 )
@@ -197,7 +197,7 @@ class LoopNodes:
         episodes are recorded in one transaction, so a re-run node finds them all or none."""
         run_id, generation, cfg = state["run_id"], state["generation"], self.config
         items = state["tasks"]
-        tasks = [TaskSpec.model_validate(item["spec"]) for item in items]
+        tasks = [task_spec(item["spec"]) for item in items]
         prefix = episode_key_prefix(run_id, generation)
         stored = self._episode_ids_by_prefix(prefix)
         if stored:
@@ -293,7 +293,7 @@ class LoopNodes:
     @timed("critique", embeds=True)
     def critique(self, state: RunState) -> dict[str, Any]:
         run_id, generation, cfg = state["run_id"], state["generation"], self.config
-        specs = {item["task_id"]: TaskSpec.model_validate(item["spec"]) for item in state["tasks"]}
+        specs = {item["task_id"]: task_spec(item["spec"]) for item in state["tasks"]}
         with self.db.session() as session:
             episodes = repo.episodes_by_ids(session, state["episode_ids"])
             reviews = [
@@ -388,11 +388,11 @@ class LoopNodes:
     def assess(self, state: RunState) -> dict[str, Any]:
         """The capability profile learns from the verdicts; skills used are credited. Once per generation."""
         run_id, generation = state["run_id"], state["generation"]
-        cell = {item["task_id"]: item["spec"] for item in state["tasks"]}
+        cell = {item["task_id"]: task_spec(item["spec"]) for item in state["tasks"]}
         observations = [
             {
-                "environment": cell[v["task_id"]]["environment"],
-                "difficulty": cell[v["task_id"]]["difficulty"],
+                "environment": cell[v["task_id"]].environment,
+                "difficulty": cell[v["task_id"]].difficulty,
                 "passed": v["passed"],
             }
             for v in state["verdicts"]
@@ -441,8 +441,9 @@ class LoopNodes:
             run.generations_done = max(run.generations_done, generation + 1)
         self._emit(GenerationSummarized(**summary.model_dump(mode="json")), run_id)
         passed_tasks = {v["task_id"] for v in state["verdicts"] if v["passed"]}
-        failures = [item["spec"] for item in state["tasks"] if item["task_id"] not in passed_tasks]
-        prompts = [item["spec"]["prompt"] for item in state["tasks"]]
+        specs = [(item["task_id"], task_spec(item["spec"])) for item in state["tasks"]]
+        failures = [spec for task_id, spec in specs if task_id not in passed_tasks]
+        prompts = [spec.prompt for _, spec in specs]
         return {
             "generation": generation + 1,
             "episodes_done": state.get("episodes_done", 0) + len(state["episode_ids"]),
@@ -580,7 +581,7 @@ class LoopNodes:
                     prompt=t.prompt,
                     reference=dict(t.reference or {}),
                     metadata=dict(t.meta or {}),
-                ).model_dump(mode="json"),
+                ),
             )
             for t in ordered
         ]
@@ -601,7 +602,7 @@ class LoopNodes:
                     generation=generation,
                     task_id=task_id_for(run_id, generation, index),
                 )
-                items.append(TaskItem(task_id=task.id, source=p.source, spec=p.task.model_dump(mode="json")))
+                items.append(TaskItem(task_id=task.id, source=p.source, spec=p.task))
         return items
 
     def _episode_ids_by_prefix(self, prefix: str) -> list[str]:

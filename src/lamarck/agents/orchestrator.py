@@ -163,7 +163,6 @@ class Orchestrator:
             if not snapshot.values:
                 state_in = {
                     "run_id": run_id,
-                    "config": config.model_dump(mode="json"),
                     "generation": 0,
                     "recent_prompts": [],
                     "recent_failures": [],

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from lamarck.agents.state import NewSkill, TaskItem, VerdictItem
+from lamarck.agents.state import NewSkill, TaskItem, VerdictItem, task_spec
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Episode
 
@@ -69,7 +69,8 @@ def summarize(
     embedding_seconds: float = 0.0,
     embedded_texts: int = 0,
 ) -> GenerationSummary:
-    cell_of = {t["task_id"]: (t["spec"]["environment"], int(t["spec"]["difficulty"])) for t in tasks}
+    specs = {t["task_id"]: task_spec(t["spec"]) for t in tasks}
+    cell_of = {task_id: (spec.environment, spec.difficulty) for task_id, spec in specs.items()}
     with db.session() as session:
         rows = session.execute(
             select(
