@@ -10,8 +10,10 @@ from fastapi.concurrency import run_in_threadpool
 
 from lamarck import __version__
 from lamarck.api import errors
+from lamarck.api.cors import ShapedCORS
 from lamarck.api.deps import auth_failure
 from lamarck.api.limits import BodyLimit
+from lamarck.api.rate_limit import RateLimiter
 from lamarck.api.routes import catalog, episodes, events, harnesses, health, metrics, models, runs, skills, tasks
 from lamarck.api.run_launcher import Launcher, process_launcher
 from lamarck.api.task_runner import TaskRunner
@@ -43,7 +45,17 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
     app.state.runner = task_runner
     app.state.launcher = launcher or process_launcher(container.settings.data_dir / "logs")
     errors.install(app, auth_first=auth_failure)
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.cors_origins:  # added last, so it answers preflights and marks every response, errors included
+        app.add_middleware(
+            ShapedCORS,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
+            expose_headers=["Location", "Retry-After"],
+            max_age=600,
+        )
     for module in (health, tasks, events, runs, metrics, episodes, models, harnesses, skills, catalog):
         app.include_router(module.router, prefix="/v1")
     return app

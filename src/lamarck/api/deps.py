@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lamarck.api.errors import ApiError
 from lamarck.api.keys import Principal, Scope, authenticate
+from lamarck.api.rate_limit import RateLimiter, retry_after
 from lamarck.api.run_launcher import Launcher
 from lamarck.api.task_runner import TaskRunner
 from lamarck.platform.container import Container
@@ -79,8 +80,17 @@ async def auth_failure(request: Request) -> ApiError | None:
     return None
 
 
-def require(scope: Scope) -> Callable[[Principal], Principal]:
-    def check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+def require(scope: Scope) -> Callable[[Request, Principal], Principal]:
+    def check(request: Request, principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+        limiter: RateLimiter = request.app.state.rate_limiter
+        wait = limiter.take(principal.key_id)
+        if wait > 0:
+            raise ApiError(
+                429,
+                f"this API key is over {limiter.rate:g} requests a second: retry after {retry_after(wait)} s",
+                code="rate_limited",
+                headers={"Retry-After": retry_after(wait)},
+            )
         if not principal.allows(scope):
             raise ApiError(
                 403, f"this API key lacks the {scope.value!r} scope: use a key created with --scope {scope.value}"

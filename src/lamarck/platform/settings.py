@@ -7,6 +7,7 @@ Nested sections use ``__`` in environment variables, for example
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -122,6 +123,22 @@ class ApiSettings(BaseModel):
     max_body_bytes: int = Field(1_000_000, ge=1024)  # larger request bodies get 413, chunked ones too
     task_workers: int = Field(2, ge=1, le=64)  # tasks solved at once (embedded mode: threads of the API process)
     sse_poll_seconds: float = Field(0.5, gt=0.0, le=30.0)  # how often an event stream looks for new events
+    # Per key, a token bucket in the server's memory (each process its own): requests a second, and how many may
+    # come at once; 0 turns the limit off. Over it, 429 with Retry-After.
+    rate_limit_per_second: float = Field(0.0, ge=0.0, le=100_000.0)
+    rate_limit_burst: int = Field(0, ge=0, le=1_000_000)  # 0: one second's worth of requests
+    # Browser origins allowed to call the API (e.g. "https://ui.example.org"); empty: no cross-origin access.
+    cors_origins: list[str] = Field(default_factory=list)
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _exact_origins(cls, origins: list[str]) -> list[str]:
+        for origin in origins:
+            if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", origin):
+                raise ValueError(
+                    f"CORS origin {origin!r} must be an exact origin like https://ui.example.org[:port], no path or *"
+                )
+        return origins
 
 
 class MemorySettings(BaseModel):
