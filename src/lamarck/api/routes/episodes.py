@@ -21,6 +21,7 @@ from lamarck.platform.storage.records import Episode, Step, Task, Verdict
 router = APIRouter(tags=["episodes"])
 
 Outcome = Literal["pending", "answered", "no_answer", "passed", "failed"]
+NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,100}$"  # an environment's name
 StepKind = Literal["prompt", "model_output", "tool_call", "observation"]
 RunId = Annotated[str, Path(pattern=ID_PATTERN, description="The run's id.")]
 EpisodeId = Annotated[str, Path(pattern=ID_PATTERN, description="The episode's id.")]
@@ -173,7 +174,7 @@ def list_run_episodes(
     container: ContainerDep,
     _: ReadKey,
     outcome: Annotated[Outcome | None, Query(description="Only episodes with this outcome.")] = None,
-    environment: Annotated[str | None, Query(max_length=100, description="Only this environment's.")] = None,
+    environment: Annotated[str | None, Query(pattern=NAME_PATTERN, description="Only this environment's.")] = None,
     generation: Annotated[int | None, Query(ge=0, description="Only this generation's.")] = None,
     limit: Limit = 50,
     cursor: Cursor = None,

@@ -140,7 +140,7 @@ def _known_environment(name: str) -> None:
 def list_harnesses(
     container: ContainerDep,
     _: ReadKey,
-    environment: Annotated[str | None, Query(max_length=100, description="Only this environment's.")] = None,
+    environment: Annotated[str | None, Query(pattern=NAME_PATTERN, description="Only this environment's.")] = None,
     status: Annotated[HarnessStatus | None, Query(description="Only harnesses in this status.")] = None,
     limit: Limit = 50,
     cursor: Cursor = None,

@@ -140,7 +140,8 @@ def search_lessons(
     _: ReadKey,
     q: Annotated[str, Query(min_length=1, max_length=1000, description="What the lessons should be about.")],
     environment: Annotated[
-        str | None, Query(max_length=100, description="Only this environment's (default: every environment's).")
+        str | None,
+        Query(pattern=r"^[A-Za-z0-9._:-]{1,100}$", description="Only this environment's (default: every one's)."),
     ] = None,
     k: Annotated[int, Query(ge=1, le=50, description="At most this many per environment.")] = 5,
 ) -> LessonHits:
