@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from lamarck.agents.critic import Critic, CriticInput, EpisodeForReview
 from lamarck.agents.curriculum_proposer import CurriculumProposer, ProposedTask, ProposerInput
@@ -76,7 +76,7 @@ def _key_order(key: str) -> tuple[int, int]:
     return int(task[1:]), int(sample[1:])
 
 
-NodeMethod = TypeVar("NodeMethod", bound=Callable[["LoopNodes", RunState], dict[str, Any]])
+NodeMethod = TypeVar("NodeMethod", bound=Callable[["LoopNodes", RunState], RunState])
 
 
 def timed(name: str, *, embeds: bool = False) -> Callable[[NodeMethod], NodeMethod]:
@@ -84,7 +84,7 @@ def timed(name: str, *, embeds: bool = False) -> Callable[[NodeMethod], NodeMeth
     it starts and ends. Nodes that run side by side must not both embed: each would count the other's cost."""
 
     def wrap(fn: NodeMethod) -> NodeMethod:
-        def node(self: LoopNodes, state: RunState) -> dict[str, Any]:
+        def node(self: LoopNodes, state: RunState) -> RunState:
             generation = state.get("generation", 0)
             self._notify(name, generation, finished=False)
             embedded = self._embedding_cost() if embeds else None
@@ -93,9 +93,11 @@ def timed(name: str, *, embeds: bool = False) -> Callable[[NodeMethod], NodeMeth
             seconds = time.perf_counter() - started
             if embedded is not None:
                 cost = self._embedding_cost() - embedded
-                update.update(embedding_seconds={name: cost.seconds}, embedded_texts={name: cost.texts})
+                update["embedding_seconds"] = {name: cost.seconds}
+                update["embedded_texts"] = {name: cost.texts}
             update.setdefault("agent_seconds", {}).setdefault(name, 0.0)
-            update.update(timings={name: seconds}, active_seconds=seconds)
+            update["timings"] = {name: seconds}
+            update["active_seconds"] = seconds
             self._notify(name, generation, finished=True)
             return update
 
@@ -146,7 +148,7 @@ class LoopNodes:
     # propose -> execute -> critique -> (induce | assess) -> record [-> improve_harness]
 
     @timed("propose")
-    def propose(self, state: RunState) -> dict[str, Any]:
+    def propose(self, state: RunState) -> RunState:
         run_id, generation, cfg = state["run_id"], state["generation"], self.config
         started_at = time.time()
         self._follow_promoted_harnesses()
@@ -192,7 +194,7 @@ class LoopNodes:
         }
 
     @timed("execute", embeds=True)
-    def execute(self, state: RunState) -> dict[str, Any]:
+    def execute(self, state: RunState) -> RunState:
         """Rollouts under the teacher: each task climbs the hint ladder only as far as it must. All of a generation's
         episodes are recorded in one transaction, so a re-run node finds them all or none."""
         run_id, generation, cfg = state["run_id"], state["generation"], self.config
@@ -291,7 +293,7 @@ class LoopNodes:
         return champion.id if champion is not None else cfg.model_version
 
     @timed("critique", embeds=True)
-    def critique(self, state: RunState) -> dict[str, Any]:
+    def critique(self, state: RunState) -> RunState:
         run_id, generation, cfg = state["run_id"], state["generation"], self.config
         specs = {item["task_id"]: task_spec(item["spec"]) for item in state["tasks"]}
         with self.db.session() as session:
@@ -355,7 +357,7 @@ class LoopNodes:
         return {"verdicts": verdicts, "agent_seconds": {"critique": seconds}}
 
     @timed("induce", embeds=True)
-    def induce(self, state: RunState) -> dict[str, Any]:
+    def induce(self, state: RunState) -> RunState:
         """Skills from this generation's verified successes, added through the critic's review."""
         if not self.config.induce_skills:
             return {"new_skills": []}
@@ -385,7 +387,7 @@ class LoopNodes:
         return {"new_skills": added, "agent_seconds": {"induce": seconds}}
 
     @timed("assess")
-    def assess(self, state: RunState) -> dict[str, Any]:
+    def assess(self, state: RunState) -> RunState:
         """The capability profile learns from the verdicts; skills used are credited. Once per generation."""
         run_id, generation = state["run_id"], state["generation"]
         cell = {item["task_id"]: task_spec(item["spec"]) for item in state["tasks"]}
@@ -413,7 +415,7 @@ class LoopNodes:
         return {}
 
     @timed("record")
-    def record(self, state: RunState) -> dict[str, Any]:
+    def record(self, state: RunState) -> RunState:
         run_id, generation = state["run_id"], state["generation"]
         with self.db.session() as session:
             run = repo.get_run(session, run_id=run_id)
@@ -452,7 +454,7 @@ class LoopNodes:
         }
 
     @timed("improve_harness")
-    def improve_harness(self, state: RunState) -> dict[str, Any]:
+    def improve_harness(self, state: RunState) -> RunState:
         """A harness-critic round on each environment whose harness the run does not pin, with the model the gate
         judges (the champion). A round already archived for this run (killed before its checkpoint) is not held
         again; the next generation's propose picks up whatever each round promoted."""
@@ -498,11 +500,11 @@ class LoopNodes:
 
     # the ends of a run
 
-    def finish(self, state: RunState) -> dict[str, Any]:
+    def finish(self, state: RunState) -> RunState:
         self._end(state, "finished", RunFinished, reason=None)
         return {"outcome": "finished"}
 
-    def exhausted(self, state: RunState) -> dict[str, Any]:
+    def exhausted(self, state: RunState) -> RunState:
         reason = self.budget_spent(state["run_id"], state.get("active_seconds", 0.0)) or "budget spent"
         self._end(state, "budget_exhausted", BudgetExhausted, reason=reason)
         return {"outcome": "budget_exhausted"}
