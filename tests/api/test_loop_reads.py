@@ -78,7 +78,7 @@ def _loop(container: Container, generations: int = 3) -> Loop:
             source="both",
             critique="first error at step 3: did not reverse",
             lesson_id=lesson.id,
-            details={"verifier": "wrong", "first_error": 3},
+            details={"verifier": "wrong", "first_error": "step 3, the reversal"},
         )
         return Loop(run.id, episodes)
 
@@ -147,7 +147,7 @@ def test_an_episode_with_steps_verdict_and_release(
     episode = client.get(f"/v1/episodes/{loop.episodes['s2']}", headers=keys["read"]).json()
     assert [s["kind"] for s in episode["steps"]] == ["prompt", "tool_call", "observation", "model_output"]
     assert episode["steps"][1]["tool_calls"][0]["name"] == "calculator"
-    assert episode["verdict"]["first_wrong_step"] == 3
+    assert episode["verdict"]["first_wrong_step"] == 3 and episode["verdict"]["first_error"] == "step 3, the reversal"
     assert episode["verdict"]["lesson"] == "reverse the string before answering"
     assert episode["release"] == {"model_version": "smollm2-135m", "harness": "string_ops-h1"}
     assert episode["prompt"] == "reverse ab" and episode["environment"] == "string_ops"

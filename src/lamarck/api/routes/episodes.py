@@ -3,6 +3,7 @@ attempts aligned step by step."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -65,7 +66,8 @@ class VerdictPublic(BaseModel):
     reward: float
     source: str
     critique: str | None
-    first_wrong_step: int | None = Field(description="The critic's first wrong step, where it named one.")
+    first_wrong_step: int | None = Field(description="The critic's first wrong step, where it named one by number.")
+    first_error: str | None = Field(description="The critic's own words for where the attempt first went wrong.")
     lesson: str | None = Field(description="The lesson the critic drew, where it kept one.")
     lesson_id: str | None
     repaired_episode_id: str | None
@@ -269,9 +271,18 @@ def _verdict_public(session: Session, verdict: Verdict) -> VerdictPublic:
         reward=verdict.reward,
         source=verdict.source,
         critique=verdict.critique,
-        first_wrong_step=first_error if isinstance(first_error, int) else None,
+        first_wrong_step=_step_number(first_error),
+        first_error=None if first_error is None else str(first_error),
         lesson=lesson.text if lesson is not None else None,
         lesson_id=verdict.lesson_id,
         repaired_episode_id=verdict.repaired_episode_id,
         created_at=verdict.created_at,
     )
+
+
+def _step_number(first_error: object) -> int | None:
+    """The judge names the first wrong step in free text ("2", "step 2: ..."): its first number, if it has one."""
+    if isinstance(first_error, int) and not isinstance(first_error, bool):
+        return first_error
+    found = re.search(r"\d+", first_error) if isinstance(first_error, str) else None
+    return int(found.group()) if found else None
