@@ -116,3 +116,20 @@ def test_bad_model_requests_change_nothing(
 def test_rollback_with_nothing_to_restore_is_409(client: TestClient, keys: dict[str, dict[str, str]]) -> None:
     message = error_of(client.post("/v1/models/rollback", headers=keys["models"]), 409)
     assert "no previous champion" in message
+
+
+def test_a_refused_look_and_odd_stored_decisions_show_what_is_recorded(
+    client: TestClient, container: Container, keys: dict[str, dict[str, str]]
+) -> None:
+    with container.db.session() as session:
+        refused = repo.register_model_version(session, version_id="refused", base=BASE, parent_id=BASE)
+        refused.eval_scores = {"gate": {}, "gate_p_value": None, "gate_look": 4}
+        repo.register_model_version(session, version_id="odd", base=BASE, parent_id=BASE)
+        odd = {"champion": 7, "promote": "yes", "p_value": "low", "environments": [{"environment": "arithmetic"}, 3]}
+        repo.add_evaluation(
+            session, kind="gate", model_version="odd", environment="a", score=0, n_tasks=0, decision=odd
+        )
+    gate = client.get("/v1/models/refused", headers=keys["read"]).json()["gate"]
+    assert gate["look"] == 4 and gate["p_value"] is None and gate["environments"] == [] and gate["wins"] == 0
+    odd_gate = client.get("/v1/models/odd", headers=keys["read"]).json()["gate"]
+    assert odd_gate["champion"] is None and odd_gate["promote"] is None and odd_gate["environments"] == []

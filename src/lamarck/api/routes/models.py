@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Path, Query
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from sqlalchemy.orm import Session
 
 from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey
@@ -231,21 +231,35 @@ def _ancestors(session: Session, version: ModelVersion) -> list[ModelVersion]:
 
 
 def _gate(scores: dict[str, Any], evaluations: list[Evaluation]) -> GateDecisionPublic | None:
-    """The latest decision: its per-environment rows come from the gate's evaluations of that look, its totals from
-    them, and the p-value and look from the version's scores where no evaluation was stored (a refused look)."""
+    """The latest decision: its per-environment rows come from the gate's latest evaluation (each holds the whole
+    decision), the p-value and look from the version's scores where no evaluation was stored (a refused look).
+    Stored JSON is read defensively: a field of an unexpected type is left out rather than failing the request."""
     if not evaluations and "gate" not in scores:
         return None
-    latest = evaluations[-1].decision if evaluations else {}
-    rows = [GateEnvironment.model_validate(e) for e in latest.get("environments", []) if isinstance(e, dict)]
+    latest = evaluations[-1].decision or {} if evaluations else {}
+    rows = [row for row in map(_gate_row, latest.get("environments") or []) if row is not None]
     p_value = latest.get("p_value", scores.get("gate_p_value"))
+    look = latest.get("look", scores.get("gate_look"))
+    champion, promote, reason, alpha = (latest.get(k) for k in ("champion", "promote", "reason", "alpha"))
     return GateDecisionPublic(
-        champion=latest.get("champion"),
-        promote=latest.get("promote"),
-        reason=latest.get("reason"),
+        champion=champion if isinstance(champion, str) else None,
+        promote=promote if isinstance(promote, bool) else None,
+        reason=reason if isinstance(reason, str) else None,
         wins=sum(r.wins for r in rows),
         losses=sum(r.losses for r in rows),
-        p_value=p_value if isinstance(p_value, int | float) else None,
-        alpha=latest.get("alpha"),
-        look=latest.get("look", scores.get("gate_look")),
+        p_value=_number(p_value),
+        alpha=_number(alpha),
+        look=look if isinstance(look, int) and not isinstance(look, bool) else None,
         environments=rows,
     )
+
+
+def _gate_row(stored: object) -> GateEnvironment | None:
+    try:
+        return GateEnvironment.model_validate(stored)
+    except ValidationError:
+        return None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
