@@ -248,3 +248,35 @@ def test_a_look_beyond_the_plan_refuses_without_running_the_gate(tmp_path: Path,
             assert registry.gate_looks(session) == 2
     finally:
         container.close()
+
+
+def test_the_gate_also_judges_what_the_champions_lineage_was_trained_on(tmp_path: Path, sqlite_db: Database) -> None:
+    """A python_functions candidate from an arithmetic-trained champion is judged on arithmetic too, even when the
+    configured guard list names only string_ops (a reference run lost 9 points of arithmetic that way, unseen)."""
+    container = _container(tmp_path, sqlite_db, gate_per_level=1, gate_focus_per_level=1, gate_environments=[])
+    notes: list[str] = []
+    driver = Distillation(container, send=lambda name, kwargs: None, bus=EventBus(sqlite_db), notify=notes.append)
+    try:
+        _register_candidate(sqlite_db, "smollm2-135m-ft-arith")
+        with sqlite_db.session() as session:
+            registry.promote(session, version_id="smollm2-135m-ft-arith")
+            registry.register_candidate(
+                session,
+                version_id="smollm2-135m-ft-python",
+                base="smollm2-135m",
+                adapter_path=None,
+                parent_id="smollm2-135m-ft-arith",
+                dataset_digest="ab" * 32,
+                training_metrics={"environments": ["python_functions"]},
+            )
+            assert registry.lineage_environments(session, version_id="smollm2-135m-ft-python") == [
+                "python_functions",
+                "arithmetic",
+            ]
+        with scripted_provider(ScriptedLLM(lambda messages, n: ["ANSWER: -1"] * n)):
+            [decision] = driver.gate_pending()
+        assert not decision.promote
+        [look] = [note for note in notes if note.startswith("gate look")]
+        assert "on python_functions (" in look and "arithmetic (" in look and "string_ops" not in look
+    finally:
+        container.close()

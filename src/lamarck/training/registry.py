@@ -170,6 +170,20 @@ def show(session: Session, *, version_id: str) -> VersionView:
     return VersionView.of(repo.get_model_version(session, version_id=version_id))
 
 
+def lineage_environments(session: Session, *, version_id: str) -> list[str]:
+    """The environments ``version`` and every ancestor were trained on, nearest first: what a candidate trained from
+    it inherits and must not lose."""
+    found: list[str] = []
+    current: str | None = version_id
+    seen: set[str] = set()
+    while current is not None and current not in seen:
+        seen.add(current)
+        version = repo.get_model_version(session, version_id=current)
+        found += [name for name in (version.training_metrics or {}).get("environments") or [] if name not in found]
+        current = version.parent_id
+    return found
+
+
 def children(session: Session, *, parent_id: str) -> list[ModelVersion]:
     """Every version trained from ``parent_id``, oldest first."""
     query = select(ModelVersion).where(ModelVersion.parent_id == parent_id).order_by(ModelVersion.created_at)
