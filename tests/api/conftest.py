@@ -90,3 +90,14 @@ def error_of(response: Any, status: int) -> str:
     message = body["error"]["message"]
     assert message and "\n" not in message
     return message
+
+
+def assert_refused_with_one_line(client: Any, method: str, path: str, body: object, headers: dict[str, str]) -> None:
+    """Send ``body`` (or nothing) and expect a 4xx in the API's one error shape."""
+    response = (
+        client.request(method.upper(), path, json=body, headers=headers)
+        if body is not None
+        else getattr(client, method)(path, headers=headers)
+    )
+    assert 400 <= response.status_code < 500, response.text
+    error_of(response, response.status_code)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from .conftest import error_of
+from .conftest import assert_refused_with_one_line
 
 
 @pytest.mark.parametrize(
@@ -31,11 +31,4 @@ from .conftest import error_of
 def test_nul_characters_and_odd_ids_are_4xx(
     client: TestClient, keys: dict[str, dict[str, str]], method: str, path: str, body: object
 ) -> None:
-    headers = keys["admin"]
-    response = (
-        client.request(method.upper(), path, json=body, headers=headers)
-        if body is not None
-        else getattr(client, method)(path, headers=headers)
-    )
-    assert 400 <= response.status_code < 500, response.text
-    error_of(response, response.status_code)
+    assert_refused_with_one_line(client, method, path, body, keys["admin"])

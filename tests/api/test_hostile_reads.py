@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from lamarck.platform.container import Container
 from lamarck.platform.storage import repositories as repo
 
-from .conftest import error_of
+from .conftest import assert_refused_with_one_line, error_of
 
 NUL_CURSOR = "WyIyMDI2LTAxLTAxVDAwOjAwOjAwIiwgIlx1MDAwMCJd"  # ["2026-01-01T00:00:00", "\u0000"]
 
@@ -49,14 +49,7 @@ NUL_CURSOR = "WyIyMDI2LTAxLTAxVDAwOjAwOjAwIiwgIlx1MDAwMCJd"  # ["2026-01-01T00:0
 def test_odd_input_is_4xx(
     client: TestClient, keys: dict[str, dict[str, str]], method: str, path: str, body: object
 ) -> None:
-    headers = keys["admin"]
-    response = (
-        client.request(method.upper(), path, json=body, headers=headers)
-        if body is not None
-        else getattr(client, method)(path, headers=headers)
-    )
-    assert 400 <= response.status_code < 500, response.text
-    error_of(response, response.status_code)
+    assert_refused_with_one_line(client, method, path, body, keys["admin"])
 
 
 def test_a_nul_in_a_filter_of_a_real_run_is_4xx(
