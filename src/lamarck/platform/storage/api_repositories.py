@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVarTuple
 
-from sqlalchemy import case, func, or_, select, update
+from sqlalchemy import Select, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -23,6 +23,8 @@ from lamarck.platform.storage.records import (
     utcnow,
 )
 from lamarck.platform.storage.repositories import NotFound
+
+_Row = TypeVarTuple("_Row")
 
 TASK_ACTIVE = ("queued", "running")
 
@@ -151,6 +153,18 @@ def cancel_api_task(session: Session, *, task_id: str) -> ApiTask | None:
     return task
 
 
+# pages: newest first, continued after the (created_at, id) of the previous page's last row
+
+
+def _newest_first(query: Select[*_Row], record: Any, limit: int, before: tuple[datetime, str] | None) -> Select[*_Row]:
+    """``query`` ordered newest first over ``record``'s (created_at, id), limited, and continued after ``before``."""
+    query = query.order_by(record.created_at.desc(), record.id.desc()).limit(limit)
+    if before is None:
+        return query
+    created, last_id = before
+    return query.where(or_(record.created_at < created, (record.created_at == created) & (record.id < last_id)))
+
+
 # runs, paged
 
 
@@ -158,13 +172,10 @@ def runs_page(
     session: Session, *, limit: int, status: str | None = None, before: tuple[datetime, str] | None = None
 ) -> list[Run]:
     """Runs newest first; ``before`` (created_at, id) of the last run of the previous page continues after it."""
-    query = select(Run).order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)
+    query = select(Run)
     if status is not None:
         query = query.where(Run.status == status)
-    if before is not None:
-        created, run_id = before
-        query = query.where(or_(Run.created_at < created, (Run.created_at == created) & (Run.id < run_id)))
-    return list(session.scalars(query))
+    return list(session.scalars(_newest_first(query, Run, limit, before)))
 
 
 # a run's episodes, paged, and their outcomes grouped for metrics
@@ -181,25 +192,15 @@ def run_episodes_page(
     before: tuple[datetime, str] | None = None,
 ) -> list[tuple[Episode, Task]]:
     """A run's episodes with their tasks, newest first; ``before`` as in ``runs_page``."""
-    query = (
-        select(Episode, Task)
-        .join(Task, Task.id == Episode.task_id)
-        .where(Episode.run_id == run_id)
-        .order_by(Episode.created_at.desc(), Episode.id.desc())
-        .limit(limit)
-    )
+    query = select(Episode, Task).join(Task, Task.id == Episode.task_id).where(Episode.run_id == run_id)
     if outcome is not None:
         query = query.where(Episode.outcome == outcome)
     if environment is not None:
         query = query.where(Task.environment == environment)
     if generation is not None:
         query = query.where(Episode.generation == generation)
-    if before is not None:
-        created, episode_id = before
-        query = query.where(
-            or_(Episode.created_at < created, (Episode.created_at == created) & (Episode.id < episode_id))
-        )
-    return [(episode, task) for episode, task in session.execute(query).tuples()]
+    paged = _newest_first(query, Episode, limit, before)
+    return [(episode, task) for episode, task in session.execute(paged).tuples()]
 
 
 @dataclass(frozen=True)
@@ -247,18 +248,10 @@ def model_versions_page(
     session: Session, *, limit: int, status: str | None = None, before: tuple[datetime, str] | None = None
 ) -> list[ModelVersion]:
     """Model versions newest first; ``before`` as in ``runs_page``."""
-    query = select(ModelVersion).order_by(ModelVersion.created_at.desc(), ModelVersion.id.desc()).limit(limit)
+    query = select(ModelVersion)
     if status is not None:
         query = query.where(ModelVersion.status == status)
-    if before is not None:
-        created, version_id = before
-        query = query.where(
-            or_(
-                ModelVersion.created_at < created,
-                (ModelVersion.created_at == created) & (ModelVersion.id < version_id),
-            )
-        )
-    return list(session.scalars(query))
+    return list(session.scalars(_newest_first(query, ModelVersion, limit, before)))
 
 
 def gate_evaluations(session: Session, *, version_id: str) -> list[Evaluation]:
@@ -288,17 +281,12 @@ def harnesses_page(
     before: tuple[datetime, str] | None = None,
 ) -> list[Harness]:
     """Archived harnesses newest first; ``before`` as in ``runs_page``."""
-    query = select(Harness).order_by(Harness.created_at.desc(), Harness.id.desc()).limit(limit)
+    query = select(Harness)
     if environment is not None:
         query = query.where(Harness.environment == environment)
     if status is not None:
         query = query.where(Harness.status == status)
-    if before is not None:
-        created, harness_id = before
-        query = query.where(
-            or_(Harness.created_at < created, (Harness.created_at == created) & (Harness.id < harness_id))
-        )
-    return list(session.scalars(query))
+    return list(session.scalars(_newest_first(query, Harness, limit, before)))
 
 
 def harness_children(session: Session, *, parent_id: str) -> list[Harness]:
