@@ -28,15 +28,15 @@ UV_VERSION := 0.13.9
 # Where `make lock` finds the CPU build of PyTorch: this machine's pip find-links folder, else PyTorch's CPU index
 PIP_FIND_LINKS := $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
 TORCH_SOURCE ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS),--extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match)
-SYSTEM_PACKAGES := bubblewrap
 export LAMARCK_DATA_DIR ?= .lamarck
 
-.PHONY: setup system-packages run test lint typecheck format lock bench bench-evolution clean
+.PHONY: setup system-packages vendor run test lint typecheck format lock bench bench-evolution clean
 
 setup: system-packages $(STAMP)
 
 system-packages:
 	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = "0" ]; then \
 	    echo "installing system packages:$$missing"; \
@@ -45,6 +45,11 @@ system-packages:
 	    echo "missing system packages:$$missing — install them with: sudo apt-get install$$missing" >&2; exit 1; \
 	  fi; \
 	fi
+
+# The web UI's third-party assets (Swagger UI, uPlot) from the npm registry at the versions tools/vendor/package-lock.json
+# pins, checked against src/lamarck/web_ui/vendor/SHA256SUMS; VENDOR_ARGS=--update rewrites the sums after a version bump.
+vendor:
+	$(PYTHON) tools/vendor/vendor.py $(VENDOR_ARGS)
 
 $(STAMP): pyproject.toml $(LOCK) $(MODEL_LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
