@@ -231,6 +231,7 @@ def run_phase(
             "repair": args.repair,
             "induce_skills": True,
             "hints": args.hints,
+            "rung_skip_after": args.rung_skip_after or None,
             "frontier": "learnable",
         }
     )
@@ -401,6 +402,12 @@ def main() -> None:
     parser.add_argument("--llm-share", type=float, default=0.0)
     parser.add_argument("--judge", action="store_true")
     parser.add_argument("--repair", action="store_true")
+    parser.add_argument(
+        "--rung-skip-after",
+        type=float,
+        default=4.0,
+        help="tasks of a cell that must fail a ladder rung before its tasks enter above it (0: always climb from none)",
+    )
     parser.add_argument("--min-new", type=int, default=32)
     parser.add_argument("--steps", type=int, default=60, help="cap on training steps per job (planned from data)")
     parser.add_argument("--epochs", type=float, default=TrainingSettings().epochs, help="passes over a job's rows")

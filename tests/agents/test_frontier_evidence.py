@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lamarck.agents.frontier_evidence import rollout_evidence
+from lamarck.agents.frontier_evidence import ladder_entry, rollout_evidence, rung_evidence
 from lamarck.agents.harness import HarnessSpec
+from lamarck.agents.hint_ladder import RUNG_STRIDE
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.trajectory import Message, Trajectory
@@ -49,3 +50,38 @@ def test_a_task_counts_once_per_generation_and_is_solved_by_any_sample_at_any_ru
 
     later = rollout_evidence(db, run_id=run_id, model_version="m", harnesses={"arithmetic": harness}, generation=4)
     assert later[("arithmetic", 5)] == pytest.approx((1.0, 0.5))  # three generations on: half the weight
+
+
+def test_a_rung_that_failed_every_task_of_a_cell_is_skipped_until_its_evidence_fades(db: Database) -> None:
+    harness = HarnessSpec(environment="arithmetic")
+    with db.session() as session:
+        run_id = repo.create_run(session, config={}).id
+        hard = [repo.add_task(session, environment="arithmetic", difficulty=5, prompt=f"hard {i}").id for i in range(4)]
+        easy = repo.add_task(session, environment="arithmetic", difficulty=2, prompt="easy").id
+    for task_id in hard:  # unaided and partial rungs fail, the full rung solves it
+        with db.session() as session:
+            for rung, outcome in ((0, "failed"), (1, "failed"), (2, "passed")):
+                repo.record_episode(
+                    session,
+                    task_id=task_id,
+                    model_version="m",
+                    run_id=run_id,
+                    outcome=outcome,
+                    harness_version=harness.version_id,
+                    generation=1,
+                    sample_index=rung * RUNG_STRIDE,
+                    trajectory=Trajectory(messages=[Message(role="user", content="q")]),
+                )
+    _record(db, run_id, easy, ["passed"], harness.version_id, generation=1)
+
+    evidence = rung_evidence(db, run_id=run_id, model_version="m", harnesses={"arithmetic": harness}, generation=1)
+    assert evidence[(("arithmetic", 5), 0)] == (4.0, 0.0)
+    assert evidence[(("arithmetic", 5), 2)] == (4.0, 4.0)
+    assert ladder_entry(evidence, rungs=3, skip_after=4.0) == {("arithmetic", 5): 2}
+    assert ladder_entry(evidence, rungs=2, skip_after=4.0) == {("arithmetic", 5): 1}  # the top rung always runs
+    assert ladder_entry(evidence, rungs=3, skip_after=5.0) == {}  # too little evidence to call a rung dead
+
+    later = rung_evidence(db, run_id=run_id, model_version="m", harnesses={"arithmetic": harness}, generation=4)
+    assert ladder_entry(later, rungs=3, skip_after=4.0) == {}  # faded: the bottom rung is tried again
+    other = rung_evidence(db, run_id=run_id, model_version="m2", harnesses={"arithmetic": harness}, generation=1)
+    assert ladder_entry(other, rungs=3, skip_after=4.0) == {}  # a new model version starts without the evidence

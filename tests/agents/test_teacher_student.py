@@ -10,7 +10,7 @@ import pytest
 
 from lamarck.agents.executor import Executor, ExecutorInput, student_opening
 from lamarck.agents.harness import FewShotExample, default_harness
-from lamarck.agents.hint_ladder import run_ladder
+from lamarck.agents.hint_ladder import run_ladder, rung_index
 from lamarck.agents.teacher import HintLevel, NoHelp, apply_help, demonstration, help_for
 from lamarck.agents.toolbox import LessonHandle, SkillHandle
 from lamarck.curriculum.environment import TaskSpec
@@ -194,6 +194,25 @@ def test_the_ladder_gives_each_task_the_weakest_help_that_works(solver: Scripted
     keys = {(a.task_index, a.sample_index) for a in out.attempts}
     assert len(keys) == len(out.attempts)  # every rung's attempts are distinct episodes
     assert sum(out.passed) == 6
+
+
+def test_a_task_entering_above_the_bottom_skips_the_dead_rungs_and_keeps_its_rung_in_the_sample_index(
+    solver: ScriptedLLM,
+) -> None:
+    env = HintedArithmetic()
+    tasks = [env.generate(3, random.Random(seed)) for seed in range(3)]
+    out = run_ladder(
+        Executor(_gateway(), {"arithmetic": env}),
+        ExecutorInput(tasks=tasks, model_version="m", harnesses={"arithmetic": default_harness("arithmetic")}),
+        {"arithmetic": env},
+        rungs=[HintLevel.NONE, HintLevel.PARTIAL, HintLevel.FULL],
+        start={0: 2, 1: 1},
+    )
+    assert [(r.tasks, r.skipped) for r in out.rungs] == [(1, 2), (2, 1), (3, 0)]
+    assert {index: level.value for index, level in out.solved_at.items()} == {0: "full", 1: "full", 2: "full"}
+    rungs_of_task_0 = {rung_index(a.sample_index) for a in out.attempts if a.task_index == 0}
+    assert rungs_of_task_0 == {2}  # only the full rung, recorded as the ladder's third rung
+    assert {rung_index(a.sample_index) for a in out.attempts} == {0, 1, 2}
 
 
 def test_a_demonstration_is_the_task_and_the_models_own_turns(solver: ScriptedLLM) -> None:

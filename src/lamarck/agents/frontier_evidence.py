@@ -10,12 +10,13 @@ moves after a promotion (a new model version starts with no rollout evidence of 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from sqlalchemy import select
 
 from lamarck.agents.evaluation import evaluate, store_evaluation
 from lamarck.agents.harness import HarnessSpec
+from lamarck.agents.hint_ladder import rung_index
 from lamarck.curriculum.environment import Environment
 from lamarck.curriculum.heldout import dev_set, digest, set_name
 from lamarck.curriculum.learnable import Cell, CellEvidence
@@ -52,6 +53,65 @@ def student_scores(
     return {int(level): float(score) for level, score in per_level_scores.items()}
 
 
+def _rollouts(
+    db: Database, *, run_id: str, model_version: str, harnesses: Mapping[str, HarnessSpec], generation: int
+) -> list[tuple[str, Cell, int, int, bool]]:
+    """(task id, cell, generation, sample index, passed) of this run's verified rollouts of this model and harness."""
+    versions = {harness.version_id for harness in harnesses.values()}
+    query = (
+        select(
+            Task.id,
+            Task.environment,
+            Task.difficulty,
+            Episode.outcome,
+            Episode.generation,
+            Episode.harness_version,
+            Episode.sample_index,
+        )
+        .join(Task, Task.id == Episode.task_id)
+        .where(
+            Episode.run_id == run_id,
+            Episode.model_version == model_version,
+            Episode.repaired_from_id.is_(None),
+            Episode.outcome.in_(("passed", "failed")),
+        )
+    )
+    with db.session() as session:
+        return [
+            (
+                task_id,
+                (environment, difficulty),
+                episode_generation if episode_generation is not None else generation,
+                sample_index,
+                outcome == "passed",
+            )
+            for task_id, environment, difficulty, outcome, episode_generation, harness_version, sample_index in (
+                session.execute(query)
+            )
+            if harness_version in versions
+        ]
+
+
+def _decayed(
+    rows: list[tuple[str, Cell, int, int, bool]], key: Callable[[int], int], generation: int, half_life: float
+) -> dict[tuple[Cell, int], tuple[float, float]]:
+    """(decayed tasks attempted, decayed tasks solved) per (cell, ``key(sample index)``); a task counts once per
+    generation and group, solved when any of its samples there passed."""
+    cells: dict[tuple[str, int, int], tuple[Cell, int]] = {}
+    solved: dict[tuple[str, int, int], bool] = defaultdict(bool)
+    for task_id, cell, episode_generation, sample_index, passed in rows:
+        group = key(sample_index)
+        task_key = (task_id, episode_generation, group)
+        cells[task_key] = (cell, episode_generation)
+        solved[task_key] |= passed
+    totals: dict[tuple[Cell, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for task_key, (cell, episode_generation) in cells.items():
+        weight = 0.5 ** (max(0, generation - episode_generation) / half_life)
+        totals[(cell, task_key[2])][0] += weight
+        totals[(cell, task_key[2])][1] += weight if solved[task_key] else 0.0
+    return {group: (attempts, passes) for group, (attempts, passes) in totals.items()}
+
+
 def rollout_evidence(
     db: Database,
     *,
@@ -63,32 +123,42 @@ def rollout_evidence(
 ) -> dict[Cell, tuple[float, float]]:
     """(decayed tasks attempted, decayed tasks solved) per cell from this run's verified rollouts of this model and
     harness. A task counts once per generation, solved when any of its samples passed at any rung of the ladder."""
-    versions = {harness.version_id for harness in harnesses.values()}
-    query = (
-        select(Task.id, Task.environment, Task.difficulty, Episode.outcome, Episode.generation, Episode.harness_version)
-        .join(Task, Task.id == Episode.task_id)
-        .where(
-            Episode.run_id == run_id,
-            Episode.model_version == model_version,
-            Episode.repaired_from_id.is_(None),
-            Episode.outcome.in_(("passed", "failed")),
-        )
-    )
-    cells: dict[tuple[str, int], Cell] = {}  # (task, generation) -> its cell
-    solved: dict[tuple[str, int], bool] = defaultdict(bool)
-    with db.session() as session:
-        for task_id, environment, difficulty, outcome, episode_generation, harness_version in session.execute(query):
-            if harness_version not in versions:
-                continue
-            key = (task_id, episode_generation if episode_generation is not None else generation)
-            cells[key] = (environment, difficulty)
-            solved[key] |= outcome == "passed"
-    totals: dict[Cell, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for key, cell in cells.items():
-        weight = 0.5 ** (max(0, generation - key[1]) / half_life)
-        totals[cell][0] += weight
-        totals[cell][1] += weight if solved[key] else 0.0
-    return {cell: (attempts, passes) for cell, (attempts, passes) in totals.items()}
+    rows = _rollouts(db, run_id=run_id, model_version=model_version, harnesses=harnesses, generation=generation)
+    return {cell: counts for (cell, _), counts in _decayed(rows, lambda _: 0, generation, half_life).items()}
+
+
+def rung_evidence(
+    db: Database,
+    *,
+    run_id: str,
+    model_version: str,
+    harnesses: Mapping[str, HarnessSpec],
+    generation: int,
+    half_life: float = HALF_LIFE_GENERATIONS,
+) -> dict[tuple[Cell, int], tuple[float, float]]:
+    """Like ``rollout_evidence``, per (cell, rung index of the run's hint ladder): the tasks that reached each rung
+    and how many of them it solved."""
+    rows = _rollouts(db, run_id=run_id, model_version=model_version, harnesses=harnesses, generation=generation)
+    return _decayed(rows, rung_index, generation, half_life)
+
+
+def ladder_entry(
+    evidence: Mapping[tuple[Cell, int], tuple[float, float]], rungs: int, skip_after: float
+) -> dict[Cell, int]:
+    """Per cell, the rung its tasks enter the hint ladder at: the lowest one not yet dead, a rung being dead in a cell
+    when at least ``skip_after`` (decayed) tasks reached it there and none was solved. The top rung is never skipped.
+    As the evidence decays, a skipped rung is tried again, and a new model version starts with none of it."""
+    entry: dict[Cell, int] = {}
+    for cell in {cell for cell, _ in evidence}:
+        rung = 0
+        while rung < rungs - 1:
+            attempts, passes = evidence.get((cell, rung), (0.0, 0.0))
+            if attempts < skip_after or passes > 0.0:
+                break
+            rung += 1
+        if rung:
+            entry[cell] = rung
+    return entry
 
 
 def cell_evidence(

@@ -4,6 +4,9 @@ All tasks are first attempted without help. Tasks no sample solved are attempted
 (a glossary, then the model's own verified successes as worked examples, then part and finally all of the
 reference solution), until every task is solved or the ladder ends. Each attempt records its rung, so the
 dataset can say how many rows came from each source, and a growing model needs ever less help.
+
+A task may enter the ladder above its bottom rung (``start``): where the current model has recently failed every
+task of its cell at a rung, climbing through that rung again buys no rows, only rollouts (``dead_rungs``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,14 @@ from lamarck.training.process_filter import process_problem
 log = logging.getLogger(__name__)
 
 DEMONSTRATIONS_PER_TASK = 3
+RUNG_STRIDE = 64
+"""An attempt's ``sample_index`` is its rung's index x RUNG_STRIDE + its sample (samples per task are at most 64),
+so the rung can be read back from a stored episode."""
+
+
+def rung_index(sample_index: int) -> int:
+    """The ladder rung (index into the run's rungs) an attempt was made at."""
+    return sample_index // RUNG_STRIDE
 
 
 class RungReport(BaseModel):
@@ -30,6 +41,7 @@ class RungReport(BaseModel):
     tasks: int  # tasks attempted at this rung
     solved: int  # of those, tasks some sample solved
     unavailable: int = 0  # tasks the environment could give no help of this kind
+    skipped: int = 0  # unsolved tasks that entered the ladder above this rung
     attempts: int = 0
     seconds: float = 0.0
 
@@ -49,19 +61,25 @@ def run_ladder(
     *,
     rungs: Sequence[HintLevel] = LADDER,
     demonstrations: Mapping[str, Sequence[FewShotExample]] | None = None,
+    start: Mapping[int, int] | None = None,
 ) -> LadderOutcome:
     """Climb ``rungs`` for the tasks still unsolved. ``demonstrations`` seeds the worked-example pool per
-    environment; verified, process-sound successes of this ladder join it (training tasks only: the caller's)."""
+    environment; verified, process-sound successes of this ladder join it (training tasks only: the caller's).
+    ``start`` maps a task index to the index in ``rungs`` where that task enters (default 0). Attempts keep their
+    rung's index in ``sample_index`` (see ``RUNG_STRIDE``), whatever rungs were skipped."""
+    entry = dict(start or {})
     pool: dict[str, list[FewShotExample]] = {env: list(demos) for env, demos in (demonstrations or {}).items()}
-    samples = request.samples_per_task or 1
     unsolved = list(range(len(request.tasks)))
     outcome = LadderOutcome(attempts=[], passed=[])
-    for rung_index, level in enumerate(rungs):
+    for rung, level in enumerate(rungs):
         if not unsolved:
             break
         help: dict[int, TeacherHelp] = {}
         unavailable = 0
+        skipped = sum(1 for index in unsolved if entry.get(index, 0) > rung)
         for index in unsolved:
+            if entry.get(index, 0) > rung:
+                continue
             task = request.tasks[index]
             demos = _pick(pool.get(task.environment, []), task, index)
             try:
@@ -71,7 +89,7 @@ def run_ladder(
                 log.debug("ladder: no %s help for task %d: %s", level.value, index, exc)
         chosen = [index for index in unsolved if index in help]
         if not chosen:
-            outcome.rungs.append(RungReport(level=level, tasks=0, solved=0, unavailable=unavailable))
+            outcome.rungs.append(RungReport(level=level, tasks=0, solved=0, unavailable=unavailable, skipped=skipped))
             continue
         started = time.perf_counter()
         out = executor.run(
@@ -79,7 +97,7 @@ def run_ladder(
                 update={
                     "tasks": [request.tasks[i] for i in chosen],
                     "help": {position: help[i] for position, i in enumerate(chosen)},
-                    "seed": request.seed + 7919 * rung_index,
+                    "seed": request.seed + 7919 * rung,
                 }
             )
         )
@@ -90,7 +108,7 @@ def run_ladder(
             passed = _passed(environments[task.environment], task, attempt)
             outcome.attempts.append(
                 attempt.model_copy(
-                    update={"task_index": index, "sample_index": rung_index * samples + attempt.sample_index}
+                    update={"task_index": index, "sample_index": rung * RUNG_STRIDE + attempt.sample_index}
                 )
             )
             outcome.passed.append(passed)
@@ -108,6 +126,7 @@ def run_ladder(
                 tasks=len(chosen),
                 solved=len(solved),
                 unavailable=unavailable,
+                skipped=skipped,
                 attempts=len(out.attempts),
                 seconds=time.perf_counter() - started,
             )

@@ -19,7 +19,7 @@ from lamarck.agents.demonstrations import recent_demonstrations
 from lamarck.agents.episodes import record_attempts
 from lamarck.agents.evaluation import default_harness_for, release_harness
 from lamarck.agents.executor import Executor, ExecutorInput
-from lamarck.agents.frontier_evidence import cell_evidence
+from lamarck.agents.frontier_evidence import cell_evidence, ladder_entry, rung_evidence
 from lamarck.agents.harness import HarnessSpec
 from lamarck.agents.harness_archive import round_done
 from lamarck.agents.harness_round import run_round
@@ -224,6 +224,7 @@ class LoopNodes:
                 self.environments,
                 rungs=cfg.hints,
                 demonstrations=recent_demonstrations(self.db, environments),
+                start=self._ladder_entry(run_id, generation, model_version, tasks),
             )
             attempts = ladder.attempts
             self._emit(
@@ -264,6 +265,21 @@ class LoopNodes:
                 run_id,
             )
         return {"episode_ids": ids, "agent_seconds": {"execute": seconds}}
+
+    def _ladder_entry(self, run_id: str, generation: int, model_version: str, tasks: list[TaskSpec]) -> dict[int, int]:
+        """Per task index, the rung above the bottom where it enters the ladder (``RunConfig.rung_skip_after``)."""
+        skip_after = self.config.rung_skip_after
+        if skip_after is None:
+            return {}
+        evidence = rung_evidence(
+            self.db, run_id=run_id, model_version=model_version, harnesses=self.harnesses, generation=generation
+        )
+        entry = ladder_entry(evidence, len(self.config.hints), skip_after)
+        return {
+            index: entry[(task.environment, task.difficulty)]
+            for index, task in enumerate(tasks)
+            if (task.environment, task.difficulty) in entry
+        }
 
     def _frontier_view(self, run_id: str, generation: int) -> CapabilityProfile | dict[Cell, CellEvidence]:
         """What the run's frontier reads: per-cell evidence for the current release, or the capability profile."""

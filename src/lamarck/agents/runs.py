@@ -67,6 +67,9 @@ class RunConfig(BaseModel):
     induce_skills: bool = True
     concurrency: int | None = Field(None, ge=1, le=1024)  # executor threads; None: the engine's max batch size
     hints: list[HintLevel] = Field(default_factory=lambda: list(LADDER))  # the teacher's ladder; ["none"]: no help
+    # a cell's tasks enter the ladder above a rung once this many (decayed) tasks of the current model reached that
+    # rung there and none was solved; None: every task climbs from the bottom
+    rung_skip_after: float | None = Field(4.0, gt=0)
     frontier: Literal["learnable", "thompson"] = "learnable"  # how the proposer picks cells
     harness_critic_every: int = Field(0, ge=0, le=1_000_000)  # episodes between harness-critic rounds; 0: none
 
