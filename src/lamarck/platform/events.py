@@ -27,6 +27,12 @@ class BusEvent(BaseModel):
     run_id: str | None
     payload: dict[str, Any]
     created_at: datetime
+    xid: int = 0  # the writing transaction; events are delivered in (xid, id) order (storage.event_order)
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """Where this event sits in delivery order."""
+        return (self.xid, self.id)
 
     def parsed(self) -> Event | None:
         """The typed event; None for a type this version does not know (a reader shows it raw)."""
@@ -53,8 +59,20 @@ class EventBus:
         return published
 
     def replay(self, *, after_id: int = 0, run_id: str | None = None, limit: int = 1000) -> list[BusEvent]:
+        """The events that follow event ``after_id`` in delivery order, once it is safe to deliver them: an id
+        that commits late still comes, after the ones already read (``storage.event_order``)."""
         with self.db.session() as session:
             return [_to_bus(e) for e in repo.events_after(session, after_id=after_id, run_id=run_id, limit=limit)]
+
+    def position(self, event_id: int) -> tuple[int, int]:
+        """Where event ``event_id`` sits in delivery order (comparable with ``BusEvent.position``)."""
+        with self.db.session() as session:
+            return repo.event_position(session, event_id)
+
+    def head(self) -> int:
+        """The id of the last event a reader may deliver now; 0 when there is none."""
+        with self.db.session() as session:
+            return repo.last_safe_event_id(session)
 
     def follow(
         self,
@@ -86,5 +104,10 @@ class EventBus:
 
 def _to_bus(event: Any) -> BusEvent:
     return BusEvent(
-        id=event.id, type=event.type, run_id=event.run_id, payload=event.payload, created_at=event.created_at
+        id=event.id,
+        type=event.type,
+        run_id=event.run_id,
+        payload=event.payload,
+        created_at=event.created_at,
+        xid=event.xid or 0,
     )

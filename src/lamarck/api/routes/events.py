@@ -4,34 +4,38 @@ Events are read back through their typed models (``BusEvent.parsed``)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from lamarck.api.deps import ContainerDep, ReadKey
 from lamarck.api.errors import ApiError, ErrorResponse
+from lamarck.api.event_stream import LiveStream, scan
+from lamarck.api.event_tail import event_tail
 from lamarck.api.schemas import EventPage, EventPublic
 from lamarck.api.text import ID_PATTERN
 from lamarck.platform.event_types import EVENT_TYPES
-from lamarck.platform.events import BusEvent, EventBus
+from lamarck.platform.events import BusEvent
 
 router = APIRouter(prefix="/events", tags=["events"])
 
-SCAN_BATCH = 500
 RunId = Annotated[str | None, Query(pattern=ID_PATTERN, description="Only this run's events.")]
 Types = Annotated[
     str | None, Query(max_length=2000, description="Comma-separated event types, e.g. run_started,episode_finished.")
 ]
-After = Annotated[int, Query(ge=0, description="Only events with a larger id.")]
+After = Annotated[
+    int,
+    Query(ge=0, description="Only events after this one: an event id, or a page's `next_after` (0: from the start)."),
+]
 ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (401, 403, 422)}
 
 
-def parse_types(types: str | None) -> frozenset[str] | None:
+def parse_types(types: Types = None) -> frozenset[str] | None:
+    """The ``types`` filter, checked before a stream starts (a dependency), so a bad one is a 422, not a broken
+    stream."""
     if types is None:
         return None
     wanted = frozenset(t.strip() for t in types.split(",") if t.strip())
@@ -41,6 +45,9 @@ def parse_types(types: str | None) -> frozenset[str] | None:
             422, f"unknown event type {', '.join(map(repr, unknown)) or 'list'}: use {', '.join(sorted(EVENT_TYPES))}"
         )
     return wanted
+
+
+TypeFilter = Annotated[frozenset[str] | None, Depends(parse_types)]
 
 
 def to_public(event: BusEvent) -> EventPublic:
@@ -56,36 +63,17 @@ def to_public(event: BusEvent) -> EventPublic:
     )
 
 
-def read_page(
-    bus: EventBus, *, after: int, run_id: str | None, types: frozenset[str] | None, limit: int
-) -> tuple[list[EventPublic], int]:
-    """Up to ``limit`` matching events after ``after``, and the last id looked at (where the next read starts)."""
-    found: list[EventPublic] = []
-    last = after
-    while len(found) < limit:
-        batch = bus.replay(after_id=last, run_id=run_id, limit=SCAN_BATCH if types else limit - len(found))
-        if not batch:
-            break
-        for event in batch:
-            last = event.id
-            if types is None or event.type in types:
-                found.append(to_public(event))
-                if len(found) == limit:
-                    break
-    return found, last
-
-
 @router.get("", operation_id="listEvents", response_model=EventPage, responses=ERRORS, summary="Stored events")
 def list_events(
     container: ContainerDep,
     _: ReadKey,
+    wanted: TypeFilter,
     run_id: RunId = None,
-    types: Types = None,
     after: After = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> EventPage:
-    events, last = read_page(container.bus, after=after, run_id=run_id, types=parse_types(types), limit=limit)
-    return EventPage(events=events, next_after=last)
+    events, last = scan(container.bus, after=after, run_id=run_id, types=wanted, limit=limit)
+    return EventPage(events=[to_public(e) for e in events], next_after=after if last is None else last.id)
 
 
 @router.get(
@@ -99,8 +87,8 @@ async def stream_events(
     request: Request,
     container: ContainerDep,
     _: ReadKey,
+    wanted: TypeFilter,
     run_id: RunId = None,
-    types: Types = None,
     after: After = 0,
     last_event_id: Annotated[
         int | None, Header(alias="Last-Event-ID", ge=0, description="Sent by a reconnecting client; wins over after.")
@@ -109,17 +97,14 @@ async def stream_events(
         float | None, Query(gt=0, le=86400, description="End the stream after this many seconds.")
     ] = None,
 ) -> AsyncIterator[ServerSentEvent]:
-    wanted = parse_types(types)
-    last = last_event_id if last_event_id is not None else after
     deadline = None if timeout is None else time.monotonic() + timeout
-    poll = container.settings.api.sse_poll_seconds
-    bus = container.bus
-    while deadline is None or time.monotonic() < deadline:
-        events, last = await run_in_threadpool(read_page, bus, after=last, run_id=run_id, types=wanted, limit=100)
-        for event in events:
-            yield ServerSentEvent(id=str(event.id), event=event.type, data=event)
-        if not events:
-            if await request.is_disconnected():
-                return
-            wait = poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic()))
-            await asyncio.sleep(wait)
+    settings = container.settings.api
+    tail = event_tail(request.app.state, container.bus, poll_seconds=settings.sse_poll_seconds)
+    subscription = tail.subscribe()
+    stream = LiveStream(container.bus, subscription, run_id=run_id, types=wanted, deadline=deadline)
+    try:
+        start = last_event_id if last_event_id is not None else after
+        async for event in stream.events(start, wait=settings.sse_poll_seconds, gone=request.is_disconnected):
+            yield ServerSentEvent(id=str(event.id), event=event.type, data=to_public(event))
+    finally:
+        tail.unsubscribe(subscription)

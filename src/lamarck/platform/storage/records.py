@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -19,6 +20,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from lamarck.platform.storage.event_order import current_xid
 
 
 def new_id() -> str:
@@ -242,11 +245,17 @@ class CapabilityCell(Base):
 
 
 class Event(Base):
-    """A persisted event; ``id`` is monotonic so a reader resumes from the last id it saw."""
+    """A persisted event. Readers resume after the last id they saw, in ``(xid, id)`` order: ``xid`` is the writing
+    transaction, so an id that commits late is still delivered (``event_order``)."""
 
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_run_id_id", "run_id", "id"),)
+    __table_args__ = (
+        Index("ix_events_run_id_id", "run_id", "id"),
+        Index("ix_events_xid_id", "xid", "id"),
+        Index("ix_events_run_id_xid_id", "run_id", "xid", "id"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    xid: Mapped[int] = mapped_column(BigInteger, default=current_xid(), server_default="0")
     run_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     type: Mapped[str] = mapped_column(String(50))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION
+from lamarck.platform.storage.event_order import safe_xid_horizon
 from lamarck.platform.storage.fingerprints import prompt_fingerprint
 from lamarck.platform.storage.records import (
     Episode,
@@ -540,7 +541,31 @@ def append_event(session: Session, *, type: str, payload: dict[str, Any], run_id
 
 
 def events_after(session: Session, *, after_id: int = 0, run_id: str | None = None, limit: int = 1000) -> list[Event]:
-    query = select(Event).where(Event.id > after_id).order_by(Event.id).limit(limit)
+    """Up to ``limit`` events that follow event ``after_id`` in delivery order, ``(xid, id)``, among those whose
+    transaction is older than every one still running (``event_order``). An ``after_id`` that names no event
+    counts from the nearest event below it."""
+    query = (
+        select(Event)
+        .where(Event.xid < safe_xid_horizon(), tuple_(Event.xid, Event.id) > tuple_(*event_position(session, after_id)))
+        .order_by(Event.xid, Event.id)
+        .limit(limit)
+    )
     if run_id is not None:
         query = query.where(Event.run_id == run_id)
     return list(session.scalars(query))
+
+
+def event_position(session: Session, event_id: int) -> tuple[int, int]:
+    """Where event ``event_id`` sits in delivery order: ``(xid, id)``."""
+    if event_id <= 0:
+        return (-1, event_id)
+    xid = session.scalar(select(Event.xid).where(Event.id <= event_id).order_by(Event.id.desc()).limit(1))
+    return (-1 if xid is None else xid, event_id)
+
+
+def last_safe_event_id(session: Session) -> int:
+    """The id of the last event a reader may deliver now (0 when there is none)."""
+    query = (
+        select(Event.id).where(Event.xid < safe_xid_horizon()).order_by(Event.xid.desc(), Event.id.desc()).limit(1)
+    )
+    return session.scalar(query) or 0
