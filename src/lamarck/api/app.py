@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from lamarck import __version__
-from lamarck.api import errors
+from lamarck.api import errors, ui
 from lamarck.api.cors import ShapedCORS
 from lamarck.api.deps import auth_failure
 from lamarck.api.limits import BodyLimit
@@ -40,7 +40,14 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
         yield
         task_runner.shutdown()
 
-    app = FastAPI(title="Lamarck", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="Lamarck",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # /docs is served by api.ui from vendored files, under the UI's Content-Security-Policy
+        redoc_url=None,
+    )
     app.state.container = container
     app.state.runner = task_runner
     app.state.launcher = launcher or process_launcher(container.settings.data_dir / "logs")
@@ -58,6 +65,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
         )
     for module in (health, tasks, events, runs, metrics, episodes, models, harnesses, skills, catalog):
         app.include_router(module.router, prefix="/v1")
+    ui.install(app)
     return app
 
 

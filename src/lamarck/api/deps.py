@@ -1,4 +1,5 @@
-"""Request dependencies: the container, the task runner, and the authenticated key with its scopes."""
+"""Request dependencies: the container, the task runner, and the authenticated key (or web UI session) with its
+scopes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from lamarck.api.errors import ApiError
 from lamarck.api.keys import Principal, Scope, authenticate
 from lamarck.api.rate_limit import RateLimiter, retry_after
 from lamarck.api.run_launcher import Launcher
+from lamarck.api.session import COOKIE, SAFE_METHODS, SessionStore, key_still_valid, same_origin
 from lamarck.api.task_runner import TaskRunner
 from lamarck.platform.container import Container
 
@@ -44,10 +46,16 @@ RunnerDep = Annotated[TaskRunner, Depends(get_runner)]
 
 
 def get_principal(
-    container: ContainerDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    request: Request,
+    container: ContainerDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
+    """The caller: by its Bearer key, or else by the web UI's session cookie (see ``api.session``)."""
     challenge = {"WWW-Authenticate": "Bearer"}
     if credentials is None:
+        token = request.cookies.get(COOKIE)
+        if token:
+            return _session_principal(request, container, token)
         raise ApiError(
             401,
             "no API key: send `Authorization: Bearer <key>` (create one with `lamarck keys create`)",
@@ -64,6 +72,24 @@ def get_principal(
     return principal
 
 
+def _session_principal(request: Request, container: Container, token: str) -> Principal:
+    sessions: SessionStore = request.app.state.sessions
+    principal = sessions.get(token)
+    if principal is None or not key_still_valid(container.db, principal):
+        raise ApiError(
+            401,
+            "the browser's sign-in has expired, was signed out or its key revoked: sign in again at /ui/",
+            code="session_expired",
+        )
+    if request.method not in SAFE_METHODS and not same_origin(request):
+        raise ApiError(
+            403,
+            "a change made with the browser's sign-in must come from this server's own pages (Origin header): "
+            "or send the API key as `Authorization: Bearer <key>`",
+        )
+    return principal
+
+
 PUBLIC_PATHS = frozenset({"/v1/health"})
 
 
@@ -74,7 +100,7 @@ async def auth_failure(request: Request) -> ApiError | None:
         return None
     credentials = await _bearer(request)
     try:
-        await run_in_threadpool(get_principal, get_container(request), credentials)
+        await run_in_threadpool(get_principal, request, get_container(request), credentials)
     except ApiError as exc:
         return exc
     return None

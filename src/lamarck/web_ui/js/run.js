@@ -1,0 +1,196 @@
+// A run, live: its status and current step, learning curves, capability heatmap, event ticker and latest episodes.
+// Stored events fill the ticker first; then the event stream continues after the last of them, and every event that
+// changes the numbers refetches the curves (debounced), so they grow without a reload.
+import { getJson, postJson, query } from './api.js';
+import { Curve } from './curves.js';
+import { byId, h, replace } from './dom.js';
+import { Heatmap } from './heatmap.js';
+import { can, clearMessage, param, reportFailure, showMessage, showSignedOut, startPage } from './page.js';
+import { RunStream } from './stream.js';
+import { addToTicker, line } from './ticker.js';
+
+const REFRESH_ON = new Set(['generation_summary', 'verdict', 'episode_finished', 'lesson', 'skill_added']);
+const STATUS_ON = new Set(['run_started', 'run_resumed', 'run_finished', 'run_stopped', 'run_failed', 'budget_exhausted']);
+const STOPPABLE = new Set(['pending', 'running']);
+const UNRESUMABLE = new Set(['running', 'stopping', 'finished']);
+const HISTORY_KEPT = 200;
+
+const runId = param('id');
+const path = `/v1/runs/${encodeURIComponent(runId ?? '')}`;
+const successCurve = new Curve(byId('success-chart'), 'success', 'success rate');
+const rewardCurve = new Curve(byId('reward-chart'), 'reward', 'mean reward');
+const heatmap = new Heatmap({ table: 'heatmap', slider: 'generation-slider', label: 'generation-label' });
+const selected = new Set();
+let session = null;
+let refreshTimer = null;
+let retryDelay = 1000;
+
+function showRun(run) {
+  replace(byId('title'), `Run ${run.name || run.id} `, h('code', { class: 'muted' }, run.id));
+  const status = byId('status');
+  status.className = `status ${run.status}`;
+  replace(status, run.status, run.error ? ` — ${run.error}` : '');
+  replace(byId('generations'), `${run.generations_done} of ${run.config?.generations ?? '?'} done`);
+  const mayControl = can(session, 'runs');
+  byId('stop').disabled = !mayControl || !STOPPABLE.has(run.status);
+  byId('resume').disabled = !mayControl || UNRESUMABLE.has(run.status);
+  if (!mayControl) {
+    replace(byId('control-note'), 'stopping and resuming need a key with the runs scope');
+  }
+}
+
+function showBudget(run, generations) {
+  const last = generations.generations.at(-1);
+  const used = last?.usage_total ?? {};
+  const budget = run.config?.budget ?? {};
+  const parts = [];
+  const tokens = (used.prompt_tokens ?? 0) + (used.completion_tokens ?? 0);
+  if (tokens) {
+    parts.push(`${Math.round(tokens).toLocaleString()} tokens${budget.max_tokens ? ` of ${budget.max_tokens.toLocaleString()}` : ''}`);
+  }
+  if (used.cost_usd !== undefined) {
+    parts.push(`$${Number(used.cost_usd).toFixed(4)}${budget.max_cost_usd ? ` of $${budget.max_cost_usd}` : ''}`);
+  }
+  const seconds = generations.generations.reduce((sum, g) => sum + (g.wall_seconds ?? 0), 0);
+  parts.push(`${Math.round(seconds)} s${budget.max_seconds ? ` of ${budget.max_seconds} s` : ''} in generations`);
+  replace(byId('budget'), parts.join(' · '));
+}
+
+function episodeRow(episode) {
+  const box = h('input', { type: 'checkbox', 'aria-label': `select episode ${episode.id}` });
+  box.checked = selected.has(episode.id);
+  box.addEventListener('change', () => {
+    if (box.checked) {
+      selected.add(episode.id);
+    } else {
+      selected.delete(episode.id);
+    }
+    const [a, b] = [...selected];
+    const link = byId('compare');
+    link.hidden = selected.size !== 2;
+    if (selected.size === 2) {
+      link.href = `episode.html${query({ id: a, compare: b })}`;
+    }
+  });
+  return h('tr', {},
+    h('td', {}, box),
+    h('td', {}, h('a', { href: `episode.html${query({ id: episode.id })}` }, episode.id)),
+    h('td', {}, episode.generation ?? ''),
+    h('td', {}, `${episode.environment} d${episode.difficulty}`),
+    h('td', {}, h('span', { class: `status ${episode.outcome}` }, episode.outcome)));
+}
+
+async function refresh() {
+  try {
+    const [run, metrics, capability, generations, episodes] = await Promise.all([
+      getJson(path),
+      getJson(`${path}/metrics`),
+      getJson(`${path}/capability`),
+      getJson(`${path}/generations`),
+      getJson(`${path}/episodes${query({ limit: 15 })}`),
+    ]);
+    clearMessage();
+    retryDelay = 1000;
+    showRun(run);
+    showBudget(run, generations);
+    successCurve.update(metrics);
+    rewardCurve.update(metrics);
+    heatmap.update(capability);
+    replace(byId('episodes').tBodies[0], episodes.episodes.map(episodeRow));
+  } catch (error) {
+    if (reportFailure(error, 'refreshing the run')) {
+      scheduleRefresh(retryDelay);
+      retryDelay = Math.min(retryDelay * 2, 30000);
+    }
+  }
+}
+
+function scheduleRefresh(delay = 300) {
+  window.clearTimeout(refreshTimer);
+  refreshTimer = window.setTimeout(refresh, delay);
+}
+
+function onEvent(event) {
+  addToTicker(byId('ticker'), event);
+  replace(byId('current-step'), line(event));
+  if (REFRESH_ON.has(event.type) || STATUS_ON.has(event.type)) {
+    scheduleRefresh();
+  }
+}
+
+function onStreamState(state, wait) {
+  const element = byId('stream-state');
+  const text = {
+    connecting: 'connecting…',
+    live: 'live',
+    reconnecting: `reconnecting in ${Math.round((wait ?? 0) / 1000)} s…`,
+    'signed-out': 'stopped: sign in again',
+  }[state];
+  element.className = `state-${state === 'live' ? 'live' : state === 'signed-out' ? 'down' : 'reconnecting'}`;
+  element.dataset.state = state;
+  replace(element, text);
+  if (state === 'signed-out') {
+    showSignedOut(true);
+  }
+}
+
+/** The run's stored events, oldest first: the last ones fill the ticker; the stream goes on after the last id. */
+async function history() {
+  let after = 0;
+  let kept = [];
+  for (;;) {
+    const page = await getJson(`/v1/events${query({ run_id: runId, after, limit: 1000 })}`);
+    kept = kept.concat(page.events).slice(-HISTORY_KEPT);
+    if (page.events.length < 1000) {
+      return { events: kept, after: page.next_after };
+    }
+    after = page.next_after;
+  }
+}
+
+async function control(action) {
+  const note = byId('control-note');
+  replace(note, `${action}…`);
+  try {
+    await postJson(`${path}/${action}`);
+    replace(note, action === 'stop' ? 'asked to stop at its next step' : 'resuming in a process of its own');
+  } catch (error) {
+    replace(note, error.message);
+  }
+  scheduleRefresh(0);
+}
+
+async function main() {
+  session = await startPage();
+  if (!session) {
+    return;
+  }
+  if (!runId) {
+    showMessage('No run was given in the address: open one from the runs list.');
+    return;
+  }
+  let run;
+  try {
+    run = await getJson(path);
+  } catch (error) {
+    if (error.status === 404 || error.status === 422) {
+      showMessage(`There is no run "${runId}": check the address, or pick a run from the runs list.`);
+    } else {
+      reportFailure(error, 'loading the run');
+    }
+    return;
+  }
+  showRun(run);
+  byId('run').hidden = false;
+  byId('stop').addEventListener('click', () => control('stop'));
+  byId('resume').addEventListener('click', () => control('resume'));
+  const [past] = await Promise.all([history().catch(() => ({ events: [], after: 0 })), refresh()]);
+  past.events.forEach((event) => addToTicker(byId('ticker'), event));
+  if (past.events.length) {
+    replace(byId('current-step'), line(past.events.at(-1)));
+  }
+  const types = await getJson('/ui/event-types').catch(() => []);
+  new RunStream({ runId, types, onEvent, onState: onStreamState, after: past.after }).open();
+}
+
+await main();
