@@ -184,13 +184,16 @@ class Distillation:
             tasks=tasks,
             look=look,
             power=power,
+            hold_for_approval=self.container.settings.approvals.required,
         )
         gated_under = {name: release_harness(self.container.db, env).version_id for name, env in envs.items()}
         with self.container.db.session() as session:  # a release is the model with the harnesses it was gated under
             registry.record_decision(
                 session, version_id=candidate, reason=decision.reason, scores={"gate_harnesses": gated_under}
             )
-        verdict = "promoted" if decision.promote else "kept as candidate"
+        verdict = "kept as candidate"
+        if decision.promote:
+            verdict = "waits for approval" if self.container.settings.approvals.required else "promoted"
         self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
         if not decision.promote and trained:
             self.compare_on_dev(candidate, champion, trained, decision.reason)

@@ -18,6 +18,7 @@ from lamarck.agents.critic import judge_agreement
 from lamarck.agents.harness import HarnessSpec, load_harness, promoted_harness, save_harness
 from lamarck.agents.harness_critic import HarnessCriticOutput
 from lamarck.agents.harness_rating import REFERENCE_RATING, Comparison, ratings
+from lamarck.platform.storage import approvals
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Harness
@@ -96,10 +97,18 @@ def rollback_harness(session: Session, environment: str) -> str:
     return str(previous)
 
 
-def record_round(db: Database, output: HarnessCriticOutput, *, round_: int, run_id: str | None = None) -> None:
-    """Archive every challenger under its parent (idempotent: a harness is its digest), promote the winner, and
-    note the round on the parent: what was invalid and how many task evaluations it spent (``run_id``: the run
-    that held it, so ``round_done`` can tell a resumed run that it already has)."""
+def record_round(
+    db: Database,
+    output: HarnessCriticOutput,
+    *,
+    round_: int,
+    run_id: str | None = None,
+    hold_for_approval: bool = False,
+) -> None:
+    """Archive every challenger under its parent (idempotent: a harness is its digest), promote the winner (or,
+    with ``hold_for_approval``, ask a person to approve its promotion), and note the round on the parent: what was
+    invalid and how many task evaluations it spent (``run_id``: the run that held it, so ``round_done`` can tell a
+    resumed run that it already has)."""
     with db.session() as session:
         parent = repo.get_harness(session, harness_id=output.champion_id)
         for result in output.challengers:
@@ -160,7 +169,18 @@ def record_round(db: Database, output: HarnessCriticOutput, *, round_: int, run_
         parent.eval_scores = {**(parent.eval_scores or {}), "rounds": rounds}
         if output.promoted is not None:
             winner = next(r for r in output.challengers if r.harness_id == output.promoted)
-            promote_harness(session, harness_id=output.promoted, reason=winner.reason)
+            if hold_for_approval:
+                hold_harness(session, harness_id=output.promoted, reason=winner.reason, run_id=run_id)
+            else:
+                promote_harness(session, harness_id=output.promoted, reason=winner.reason)
+
+
+def hold_harness(session: Session, *, harness_id: str, reason: str, run_id: str | None = None) -> None:
+    """A round's winner waits, as a candidate, for a person to approve its promotion."""
+    approval = approvals.request(session, kind="harness", subject=harness_id, reason=reason, run_id=run_id)
+    record = repo.get_harness(session, harness_id=harness_id)
+    record.status = "candidate"
+    record.eval_scores = {**(record.eval_scores or {}), "approval": approval.id}
 
 
 def round_done(session: Session, environment: str, *, run_id: str, round_: int) -> bool:

@@ -94,6 +94,7 @@ def run_round(
     default: HarnessSpec,
     round_: int = 0,
     run_id: str | None = None,
+    hold_for_approval: bool = False,
 ) -> HarnessCriticOutput:
     """One round on ``env``: champion/challenger on its development slice (training seeds), archived."""
     _, champion = current_harness(db, env, default)
@@ -111,7 +112,7 @@ def run_round(
             round=round_,
         )
     )
-    record_round(db, output, round_=round_, run_id=run_id)
+    record_round(db, output, round_=round_, run_id=run_id, hold_for_approval=hold_for_approval)
     log.info(
         "harness-critic round %d on %s: %d challengers, promoted %s",
         round_,

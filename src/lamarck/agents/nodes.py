@@ -129,6 +129,7 @@ class LoopNodes:
         budget_spent: Callable[[str, float], str | None],
         listener: LoopListener | None = None,
         harness_critic: HarnessCriticSettings | None = None,
+        approvals_required: bool = False,
     ) -> None:
         self.db = db
         self.bus = bus
@@ -144,6 +145,7 @@ class LoopNodes:
         self.budget_spent = budget_spent  # (run id, active seconds) -> why the budget is spent, or None
         self.listener = listener
         self.harness_critic = harness_critic or HarnessCriticSettings()
+        self.approvals_required = approvals_required  # promotions and skill additions wait for a person
 
     # propose -> execute -> critique -> (induce | assess) -> record [-> improve_harness]
 
@@ -384,7 +386,7 @@ class LoopNodes:
             episodes = list(repo.episodes_by_ids(session, passed).values())
         clock = time.perf_counter()
         candidates = induce_skills(episodes, library=self.library)
-        decisions = review_skills(candidates, self.library)
+        decisions = review_skills(candidates, self.library, hold_for_approval=self.approvals_required)
         seconds = time.perf_counter() - clock
         added: list[NewSkill] = []
         for candidate, decision in zip(candidates, decisions, strict=True):
@@ -493,6 +495,7 @@ class LoopNodes:
                 default=default_harness_for(env),
                 round_=round_,
                 run_id=run_id,
+                hold_for_approval=self.approvals_required,
             )
             self._emit(
                 HarnessRoundHeld(

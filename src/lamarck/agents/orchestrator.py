@@ -254,6 +254,7 @@ class Orchestrator:
             budget_spent=lambda run_id, seconds: self.budget_spent(run_id, config, seconds),
             listener=self.listener,
             harness_critic=s.settings.harness_critic,
+            approvals_required=s.settings.approvals.required,
         )
         if self.seed_builtins:
             s.library.ensure_builtins()

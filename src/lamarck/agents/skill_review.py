@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from lamarck.platform.storage import approvals
 from lamarck.skills_library.library import SkillLibrary
 from lamarck.skills_library.skill import SkillCandidate
 
@@ -25,12 +26,19 @@ class SkillDecision(BaseModel):
     version: int | None = None
 
 
-def review_skills(candidates: Sequence[SkillCandidate], library: SkillLibrary) -> list[SkillDecision]:
+def review_skills(
+    candidates: Sequence[SkillCandidate], library: SkillLibrary, *, hold_for_approval: bool = False
+) -> list[SkillDecision]:
+    """The critic's decision on each candidate; with ``hold_for_approval`` one it would add waits for a person
+    instead (its tests run when it is approved, through ``SkillLibrary.add``)."""
     decisions = []
     for candidate in candidates:
         problem = _problem(candidate)
         if problem is not None:
             decisions.append(SkillDecision(name=candidate.name, approved=False, reason=problem))
+            continue
+        if hold_for_approval:
+            decisions.append(_hold(candidate, library))
             continue
         result = library.add(candidate)
         if result.status == "rejected":
@@ -41,6 +49,19 @@ def review_skills(candidates: Sequence[SkillCandidate], library: SkillLibrary) -
             reason = f"verified from {len(candidate.source_episode_ids)} episode(s); {result.status}"
             decisions.append(SkillDecision(name=candidate.name, approved=True, reason=reason, version=result.version))
     return decisions
+
+
+def _hold(candidate: SkillCandidate, library: SkillLibrary) -> SkillDecision:
+    reason = f"induced from {len(candidate.source_episode_ids)} verified episode(s)"
+    with library.db.session() as session:
+        approval = approvals.request(
+            session,
+            kind="skill",
+            subject=candidate.name,
+            reason=reason,
+            details={"candidate": candidate.model_dump(mode="json")},
+        )
+        return SkillDecision(name=candidate.name, approved=False, reason=f"waits for approval {approval.id}")
 
 
 def _problem(candidate: SkillCandidate) -> str | None:

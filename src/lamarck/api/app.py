@@ -14,6 +14,7 @@ from lamarck.api.cors import ShapedCORS
 from lamarck.api.deps import auth_failure
 from lamarck.api.limits import BodyLimit
 from lamarck.api.rate_limit import RateLimiter
+from lamarck.api.routes import approvals as approval_routes
 from lamarck.api.routes import catalog, episodes, events, harnesses, health, metrics, models, runs, skills, tasks
 from lamarck.api.run_launcher import Launcher, process_launcher
 from lamarck.api.task_runner import TaskRunner
@@ -65,6 +66,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
         )
     for module in (health, tasks, events, runs, metrics, episodes, models, harnesses, skills, catalog):
         app.include_router(module.router, prefix="/v1")
+    app.include_router(approval_routes.router, prefix="/v1")
     ui.install(app)
     return app
 

@@ -168,6 +168,7 @@ def harness_round(
                 settings=container.settings.harness_critic,
                 default=default_harness_for(environment),
                 round_=number,
+                hold_for_approval=container.settings.approvals.required,
             )
         table = Table("challenger", "source", "status", "dev wins-losses", "p", "reason")
         for result in out.challengers:

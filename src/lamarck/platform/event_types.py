@@ -226,6 +226,31 @@ class GateDecided(Event):
     error: str | None = None
 
 
+# ---- human in the loop ---------------------------------------------------------------------------
+
+
+class ApprovalRequested(Event):
+    """A change the loop would have applied now waits for a person (``ApprovalSettings.required``)."""
+
+    TYPE = "approval.requested"
+    approval_id: str
+    kind: str  # "model", "harness" or "skill"
+    subject: str  # the model version, harness id or skill name
+    reason: str
+
+
+class ApprovalDecided(Event):
+    """The audit record of a decision on a pending approval: who (an API key id, or "cli"), what, and why."""
+
+    TYPE = "approval.decided"
+    approval_id: str
+    kind: str
+    subject: str
+    decision: str  # "approved" or "rejected"
+    reason: str
+    decided_by: str
+
+
 # ---- background jobs ---------------------------------------------------------------------------
 
 

@@ -141,6 +141,15 @@ class ApiSettings(BaseModel):
         return origins
 
 
+class ApprovalSettings(BaseModel):
+    """Human in the loop. ``required``: the loop's model promotions (the gate passed), harness promotions (a
+    harness-critic round's winner) and skill additions (induced skills the critic approved) wait as pending
+    approvals until someone approves or rejects each (``lamarck approvals``, ``/v1/approvals``); off, the loop
+    applies them at once. Promotions and additions made by hand never wait."""
+
+    required: bool = False
+
+
 class MemorySettings(BaseModel):
     """Vector memory bounds. Over its bound a collection evicts lowest ``utility``, then least recently used."""
 
@@ -258,6 +267,7 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     training: TrainingSettings = Field(default_factory=TrainingSettings)

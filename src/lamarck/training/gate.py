@@ -19,6 +19,7 @@ from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.heldout import heldout_digest, heldout_set, set_name
 from lamarck.platform.event_types import GateDecided
 from lamarck.platform.events import EventBus
+from lamarck.platform.storage import approvals
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.training import registry
@@ -189,8 +190,10 @@ def run_gate(
     tasks: dict[str, list[TaskSpec]] | None = None,
     look: int = 1,
     power: float | None = None,
+    hold_for_approval: bool = False,
 ) -> GateDecision:
-    """Evaluate both models on the same held-out tasks, decide, record, and promote if the gate passes."""
+    """Evaluate both models on the same held-out tasks, decide, record, and promote if the gate passes (or, with
+    ``hold_for_approval``, ask a person to approve the promotion)."""
     task_sets = tasks or {env: heldout_set(env, per_level=per_level) for env in environments}
     results = {
         env: (evaluator(candidate, env, task_sets[env]), evaluator(champion, env, task_sets[env]))
@@ -198,7 +201,7 @@ def run_gate(
     }
     decision = decide(candidate, champion, results, trained_environments, alpha=alpha, tolerance=tolerance)
     decision.look, decision.power = look, power
-    record_decision(db, decision, results, task_sets, per_level=per_level, bus=bus)
+    record_decision(db, decision, results, task_sets, per_level=per_level, bus=bus, hold_for_approval=hold_for_approval)
     return decision
 
 
@@ -210,6 +213,7 @@ def record_decision(
     *,
     per_level: int,
     bus: EventBus | None = None,
+    hold_for_approval: bool = False,
 ) -> None:
     payload = decision.model_dump(mode="json")
     with db.session() as session:
@@ -244,13 +248,15 @@ def record_decision(
             "gate_look": decision.look,
         }
         registry.record_decision(session, version_id=decision.candidate, scores=scores, reason=decision.reason)
-        if decision.promote:
+        if decision.promote and hold_for_approval:
+            approvals.request(session, kind="model", subject=decision.candidate, reason=f"gate: {decision.reason}")
+        elif decision.promote:
             registry.promote(session, version_id=decision.candidate, reason=f"gate: {decision.reason}")
     log.info(
         "gate: %s vs %s -> %s (%s)",
         decision.candidate,
         decision.champion,
-        "promoted" if decision.promote else "kept as candidate",
+        ("waits for approval" if hold_for_approval else "promoted") if decision.promote else "kept as candidate",
         decision.reason,
     )
     if bus is not None:
