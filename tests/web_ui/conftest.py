@@ -10,7 +10,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,11 @@ class Clock:
 
 @dataclass
 class Server:
+    """uvicorn in a thread over a fresh app at each start (an app's event tailer is bound to the loop it ran on);
+    the sessions and the database outlive a restart, as they would across a dropped connection."""
+
     base: str
-    app: FastAPI
+    make_app: Callable[[], FastAPI]
     container: Container
     clock: Clock
     launches: list[tuple[str, str]]
@@ -63,7 +66,7 @@ class Server:
 
     def start(self) -> None:
         config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1
+            self.make_app(), host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1
         )
         self._uvicorn = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._uvicorn.run, daemon=True)
@@ -95,9 +98,14 @@ def server(container: Container, launches: list[tuple[str, str]]) -> Iterator[Se
         return 0
 
     clock = Clock()
-    app = create_app(container, launcher=launch)
-    app.state.sessions = SessionStore(ttl_seconds=3600, clock=clock)
-    served = Server(f"http://127.0.0.1:{free_port()}", app, container, clock, launches)
+    sessions = SessionStore(ttl_seconds=3600, clock=clock)
+
+    def make_app() -> FastAPI:
+        app = create_app(container, launcher=launch)
+        app.state.sessions = sessions
+        return app
+
+    served = Server(f"http://127.0.0.1:{free_port()}", make_app, container, clock, launches)
     served.start()
     yield served
     served.stop()
@@ -176,4 +184,5 @@ def screenshot(target: Any, name: str) -> None:
     """``docs/img/<name>.png`` of a page or an element, when LAMARCK_UI_SCREENSHOTS=1 (the README shows them)."""
     if SCREENSHOTS is not None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        target.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+        options = {"full_page": True} if hasattr(target, "goto") else {}
+        target.screenshot(path=str(SCREENSHOTS / f"{name}.png"), **options)

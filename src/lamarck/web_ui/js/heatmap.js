@@ -66,8 +66,9 @@ export class Heatmap {
     const rows = environments.map((environment) =>
       h('tr', {}, h('th', {}, environment), difficulties.map((difficulty) => {
         const entry = known.get(environment)?.get(difficulty);
+        const dataset = { environment, difficulty: String(difficulty) };
         if (!entry) {
-          return h('td', { class: 'empty', title: 'not attempted yet' }, '·');
+          return h('td', { class: 'empty', title: 'not attempted yet', dataset }, '·');
         }
         const { cell, generation } = entry;
         const classes = [frontier.has(`${environment}|${difficulty}`) ? 'frontier' : '', generation < chosen.generation ? 'stale' : ''];
@@ -76,7 +77,7 @@ export class Heatmap {
           {
             class: classes.join(' ').trim(),
             title: `${environment} difficulty ${difficulty}: ${cell.successes} of ${cell.attempts} in generation ${generation}`,
-            dataset: { environment, difficulty: String(difficulty) },
+            dataset,
           },
           percent(cell.success_rate),
         );
