@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import random
 
 import pytest
@@ -176,3 +177,69 @@ def test_training_families_span_enough_programs_to_reserve_some():
         assert programs(family) >= 800, family.name
     for level in PythonFunctionsEnv.difficulties:
         assert sum(programs(family) for family in families_for(level, "report")) >= 100, level
+
+
+# The families added to widen training (33 -> 68): per level, 4 or 5 new kinds of function, none a report kind.
+ADDED_FAMILIES = {
+    1: {"subtract_from", "floor_divide", "wrap_text", "first_or_default", "square_plus"},
+    2: {"spread", "slice_middle", "lookup_or_default", "parity_shift"},
+    3: {"join_shifted", "mask_letters", "powers_mod", "basket_total"},
+    4: {"first_word", "triangle_kind", "apply_command", "quadrant"},
+    5: {"first_per_remainder", "palindrome_without", "sort_by_remainder", "rotate_right", "pair_sum_count"},
+    6: {"parse_assignments", "ranked_names", "sum_number_tokens", "bucket_counts"},
+    7: {"depth_sum", "roman_value", "pascal_row_mod", "wrap_lines"},
+    8: {"grid_paths", "knapsack_best", "min_rooms", "subset_sum_count", "plus_before_times"},
+}
+
+
+def _tasks_of(env, family, n):
+    """The first ``n`` training tasks of ``family`` that seeds 0, 1, ... draw at its level."""
+    tasks = []
+    for seed in range(100 * n):
+        task = env.generate(family.level, random.Random(seed))
+        if task.metadata["family"] == family.name:
+            tasks.append(task)
+            if len(tasks) == n:
+                return tasks
+    raise AssertionError(f"{family.name}: fewer than {n} tasks in {100 * n} seeds")
+
+
+def test_added_families_are_training_only_and_widen_every_level():
+    report = {f.name for f in REPORT_FAMILIES}
+    for level, names in ADDED_FAMILIES.items():
+        assert len(names) >= 4, level
+        assert names <= {f.name for f in families_for(level)}, level  # at that level, in the training pool
+        assert not names & report, level
+        assert len(families_for(level)) >= 8, level
+    assert len(FAMILIES) >= 65
+    assert len({f.name for f in FAMILIES}) == len(FAMILIES)  # a name is one family: it is half of a task's key
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_every_training_family_passes_its_own_tests_over_seeds(family):
+    """Over several seeds: the reference passes its generated tests (after the repr round trip the sandbox sees),
+    the prompt names the function and spells out no template field, and tests exercise more than one answer."""
+    env = PythonFunctionsEnv()
+    tasks = _tasks_of(env, family, 6)
+    expected = set()
+    for task in tasks:
+        assert _passes_in_process(task), task.prompt
+        assert len(task.reference["tests"]) >= 4 and family.name in task.prompt
+        assert "{" not in family.describe.format(**{k: "" for k in task.metadata["constants"]})
+        expected |= {ast.unparse(ast.parse(test, mode="eval").body.args[1]) for test in task.reference["tests"]}
+    assert len(expected) >= 2, family.name  # not a constant function
+    assert len({env.task_key(task) for task in tasks}) == len(tasks)
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_every_training_family_has_many_distinct_task_keys(family):
+    """Task keys (family and constants, as ``heldout`` reserves them) of 2000 constant draws: most distinct, so
+    reserving the gate's and dev's programs leaves training almost all of the family."""
+    env = PythonFunctionsEnv()
+    task = _tasks_of(env, family, 1)[0]
+    rng = random.Random(1)
+    keys = {
+        env.task_key(task.model_copy(update={"metadata": {**task.metadata, "constants": family.consts(rng)}}))
+        for _ in range(2000)
+    }
+    assert len(keys) >= 700, family.name
