@@ -19,7 +19,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from api.conftest import container, keys, launches, model  # noqa: F401  (the API tests' fixtures, reused)
+from api.conftest import client, container, keys, launches, model  # noqa: F401  (the API tests' fixtures, reused)
 from lamarck.api.app import create_app
 from lamarck.api.session import SessionStore
 from lamarck.platform.container import Container
