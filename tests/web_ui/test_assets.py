@@ -20,6 +20,7 @@ from .conftest import REPO_ROOT
 
 VENDOR = WEB_UI / "vendor"
 LICENCES = VENDOR / "licenses"
+NAMESPACES = {"http://www.w3.org/2000/svg"}  # names that createElementNS needs; a browser never fetches them
 
 
 def _vendor_tool() -> ModuleType:
@@ -54,7 +55,7 @@ def test_no_served_file_references_another_host() -> None:
             unreviewed = found - known.get(path.relative_to(VENDOR).as_posix(), set())
             assert not unreviewed, f"{path}: addresses not in tools/vendor/known-urls.txt: {sorted(unreviewed)}"
         else:
-            assert not found, f"{path} names another host: {sorted(found)}"
+            assert not found - NAMESPACES, f"{path} names another host: {sorted(found - NAMESPACES)}"
         if path.suffix == ".css":
             text = path.read_text()
             assert "@import" not in text

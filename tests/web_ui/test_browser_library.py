@@ -1,0 +1,80 @@
+"""The model lineage tree with each version's gate result, promote after confirmation, and the skill library with
+code, in a real browser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import expect
+
+from api.test_models import BASE, CANDIDATE, GRANDCHILD, _lineage
+from api.test_skills import _skill
+from lamarck.platform.container import Container
+
+from .conftest import Browse, screenshot
+
+
+def _key(keys: dict[str, dict[str, str]], name: str) -> str:
+    return keys[name]["Authorization"].removeprefix("Bearer ")
+
+
+def test_the_lineage_tree_with_gate_results_and_a_confirmed_promotion(
+    browse: Browse, keys: dict[str, dict[str, str]], container: Container
+) -> None:
+    _lineage(container)
+    browse.sign_in(_key(keys, "all"))
+    page = browse.page
+    browse.goto("/ui/models.html")
+    nodes = page.locator("#tree g.node")
+    expect(nodes).to_have_count(3)
+    expect(page.locator("#tree path.edge")).to_have_count(2)
+    expect(page.locator(f'#tree g.node.promoted[data-id="{BASE}"]')).to_have_count(1)
+    expect(page.locator("#detail")).to_contain_text("Not gated.")
+
+    page.locator(f'#tree g.node[data-id="{CANDIDATE}"]').click()
+    detail = page.locator("#detail")
+    expect(detail).to_contain_text(f"Version {CANDIDATE}")
+    expect(detail).to_contain_text("5 / 1")
+    expect(detail).to_contain_text("0.030 (alpha 0.050, look 1)")
+    expect(page.locator("#gate-environments tbody tr")).to_contain_text("+0.400")
+    screenshot(page, "ui-models")
+
+    dialogs: list[str] = []
+
+    def accept(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.accept()
+
+    page.on("dialog", accept)
+    page.click("#promote")
+    expect(page.locator("#message")).to_contain_text(f"the champion is now {CANDIDATE}")
+    expect(page.locator(f'#tree g.node.promoted[data-id="{CANDIDATE}"]')).to_have_count(1)
+    assert dialogs == [f"Promote {CANDIDATE}?"]
+    expect(page.locator(f'#tree g.node[data-id="{GRANDCHILD}"]')).to_have_count(1)
+
+
+def test_a_read_key_sees_the_lineage_without_the_controls(
+    browse: Browse, keys: dict[str, dict[str, str]], container: Container
+) -> None:
+    _lineage(container)
+    browse.sign_in(_key(keys, "read"))
+    browse.goto(f"/ui/models.html?id={CANDIDATE}")
+    expect(browse.page.locator("#detail")).to_contain_text("need a key with the models scope")
+    expect(browse.page.locator("#promote")).to_have_count(0)
+
+
+def test_the_skill_library_with_code_and_versions(
+    browse: Browse, keys: dict[str, dict[str, str]], container: Container
+) -> None:
+    _skill(container, "alpha", used=4, succeeded=3)
+    _skill(container, "delta", versions=2)
+    browse.sign_in(_key(keys, "read"))
+    page = browse.page
+    browse.goto("/ui/skills.html")
+    expect(page.locator("#skills tbody tr")).to_have_count(2)
+    expect(page.locator('#skills tr[data-name="alpha"]')).to_contain_text("75%")
+    page.get_by_role("link", name="delta").click()
+    expect(page.locator("#skill-code")).to_contain_text("return a + 1")
+    expect(page.locator("#skill-tests")).to_have_text("assert delta(1) == 2")
+    expect(page.locator("#skill-versions li")).to_have_count(2)
+    assert page.url.endswith("skills.html?name=delta")
