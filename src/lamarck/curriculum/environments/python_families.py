@@ -7,7 +7,10 @@ Two disjoint pools:
 
 - ``FAMILIES`` (training): what training, the dev slice and the gate draw from. Every family's constants span
   about a thousand programs or more, so reserving the gate's and dev's programs (family and constants, the task's
-  key) leaves training almost all of a level and ``heldout`` can protect every level by key.
+  key) leaves training almost all of a level and ``heldout`` can protect every level by key. Eight to ten kinds
+  per level (arithmetic, conditionals, strings, lists, dicts, loops, recursion, sorting keys, parsing) with
+  ``describe`` phrased in several styles: with only a few kinds a level, training memorised them and the report
+  slice barely moved.
 - ``REPORT_FAMILIES``: one or two kinds of function per level that nothing but the report slice ever draws, so the
   report slice measures transfer to functions of a kind never trained on. They need only enough programs to fill
   the report slice with distinct keys (50 per level).
@@ -92,7 +95,7 @@ FAMILIES: tuple[Family, ...] = (
            lambda r, c: [(c["k"] * r.randint(-20, 20),) for _ in range(3)] + _ints(r, 3, -3000, 3000)),
     Family(1, "subtract_from", "subtract_from(x: int) -> int", "Given an integer x, return {k} minus x.",
            "def subtract_from(x):\n    return {k} - x\n",
-           lambda r: {"k": r.randint(-999, 999)}, lambda r, c: _ints(r, 5, -500, 500) + [(0,)]),
+           lambda r: {"k": r.randint(1, 1999)}, lambda r, c: _ints(r, 5, -500, 500) + [(0,)]),
     Family(1, "floor_divide", "floor_divide(x: int) -> int",
            "Divide x by {k} and round down to a whole number, the way Python's // operator does (so -1 gives -1).",
            "def floor_divide(x):\n    return x // {k}\n",
@@ -109,7 +112,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(1, "square_plus", "square_plus(x: int) -> int",
            "Compute x times x and add {k} to it. For instance, 3 would give {example}.",
            "def square_plus(x):\n    return x * x + {k}\n",
-           lambda r: {"k": (k := r.randint(-999, 999)), "example": 9 + k}, lambda r, c: _ints(r, 5, -60, 60) + [(0,)]),
+           lambda r: {"k": (k := r.randint(1, 999)), "example": 9 + k}, lambda r, c: _ints(r, 5, -60, 60) + [(0,)]),
     # level 2: builtins and simple conditions
     Family(2, "clamp", "clamp(x: int) -> int", "Return x limited to the range {lo}..{hi}: below {lo} give {lo}, above {hi} give {hi}.",
            "def clamp(x):\n    return min(max(x, {lo}), {hi})\n",
@@ -177,7 +180,7 @@ FAMILIES: tuple[Family, ...] = (
            "Add {k} to every number in xs, write each result in decimal, and join them with {sep!r} between "
            "neighbours (an empty list gives '').",
            "def join_shifted(xs):\n    return {sep!r}.join(str(x + {k}) for x in xs)\n",
-           lambda r: {"k": r.randint(-99, 99), "sep": r.choice(_JOINERS)},
+           lambda r: {"k": r.randint(1, 99), "sep": r.choice(_JOINERS)},
            lambda r, c: _lists(r, 5, -50, 50, (1, 6)) + [([],)]),
     Family(3, "mask_letters", "mask_letters(s: str) -> str",
            "Go through s character by character: each character that is one of the letters in {letters!r} becomes "
@@ -424,7 +427,7 @@ FAMILIES: tuple[Family, ...] = (
            "            if isinstance(item, list):\n                total += walk(item, depth + 1)\n"
            "            elif depth <= {k}:\n                total += item\n        return total\n"
            "    return walk(data, 1) + {c}\n",
-           lambda r: {"k": r.randint(1, 4), "c": r.randint(-999, 999)},
+           lambda r: {"k": r.randint(1, 4), "c": r.randint(0, 999)},
            lambda r, c: [(_nested(r, 0),) for _ in range(6)] + [([],)]),
     Family(7, "roman_value", "roman_value(s: str) -> int",
            "s is a Roman numeral made of I=1, V=5, X=10, L=50, C=100, D=500 and M=1000, where a symbol written "
