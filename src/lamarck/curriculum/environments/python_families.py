@@ -753,9 +753,11 @@ def _step_list(rng: random.Random, k: int) -> list[int]:
 
 
 # Entry separators for parse_assignments: none of them '=', '-' or a digit, which the entries themselves use.
-_ENTRY_SEPS = (";", ",", " ", "|", "&", "/", ", ", "; ", " | ", "\n", "::", "#")
-_ROMAN = ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"), (40, "XL"),
-          (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"))  # fmt: skip
+_ENTRY_SEPS: tuple[str, ...] = (";", ",", " ", "|", "&", "/", ", ", "; ", " | ", "\n", "::", "#")
+_ROMAN: tuple[tuple[int, str], ...] = (
+    (1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"), (40, "XL"),
+    (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"),
+)  # fmt: skip
 
 
 def _labels(rng: random.Random, n: int) -> list[str]:
