@@ -102,9 +102,8 @@ FIXED_EXAMPLES: dict[str, FewShotExample] = {
         turns=("CALL calculator: 5 + 3", "8", "ANSWER: 8"),
     ),
     "string_ops": FewShotExample(
-        task='Start with the text "red cat" and apply these steps in order:\n1. reverse the whole string\n'
-        "What is the final text?",
-        turns=("ANSWER: tac der",),
+        task='Start with the text "red cat" and reverse the whole string. What is the final text?',
+        turns=("CALL reverse: red cat", "tac der", "ANSWER: tac der"),
     ),
     "python_functions": FewShotExample(
         task="Write a Python function `add_one(x: int) -> int`.\nReturn x plus one.\nExample: add_one(1) returns 2.",

@@ -89,7 +89,7 @@ class Op:
     fn: Callable[..., str]
     describe: str
     params: Callable[[random.Random], dict[str, Any]] | None = None
-    min_level: int = 3
+    min_level: int = 4
     variants: tuple[str, ...] = ()  # other wordings of ``describe``, same placeholders
 
     def wordings(self) -> tuple[str, ...]:
@@ -97,49 +97,49 @@ class Op:
 
 
 OPS: tuple[Op, ...] = (
-    Op("reverse", reverse, "reverse the whole string", min_level=2,
+    Op("reverse", reverse, "reverse the whole string", min_level=3,
        variants=("write the text backwards", "reverse the order of all its characters")),
-    Op("upper", upper, "convert every letter to upper case", min_level=1,
+    Op("upper", upper, "convert every letter to upper case", min_level=2,
        variants=("write it in capital letters", "make every letter uppercase")),
-    Op("lower", lower, "convert every letter to lower case", min_level=2,
+    Op("lower", lower, "convert every letter to lower case", min_level=3,
        variants=("write it in small letters", "make every letter lowercase")),
     Op("remove_vowels", remove_vowels, "remove every vowel (a, e, i, o, u in either case)",
        variants=("delete all vowels (a, e, i, o, u, upper or lower case)",)),
-    Op("reverse_words", reverse_words, "reverse the order of the words (separated by single spaces)", min_level=4,
+    Op("reverse_words", reverse_words, "reverse the order of the words (separated by single spaces)", min_level=5,
        variants=("put the words in the opposite order, keeping each word as it is",)),
-    Op("sort_words", sort_words, "sort the words by character code (upper case sorts first)", min_level=4),
+    Op("sort_words", sort_words, "sort the words by character code (upper case sorts first)", min_level=5),
     Op("reverse_each_word", reverse_each_word, "reverse the letters of each word, keeping the word order",
-       min_level=4, variants=("write each word backwards but keep the words where they are",)),
-    Op("capitalize_words", capitalize_words, "upper-case the first letter of each word, lower-case the rest",
-       min_level=1, variants=("capitalize each word (first letter upper case, the rest lower case)",)),
-    Op("swap_case", swap_case, "swap the case of every letter", min_level=5,
+       min_level=5, variants=("write each word backwards but keep the words where they are",)),
+    Op("capitalize_words", capitalize_words, "capitalize each word (first letter upper case, the rest lower case)",
+       min_level=2, variants=("upper-case the first letter of each word, lower-case the rest",)),
+    Op("swap_case", swap_case, "swap the case of every letter", min_level=6,
        variants=("turn upper-case letters into lower case and lower-case letters into upper case",)),
     Op(
         "caesar",
         caesar,
         "shift every letter {shift} places forward in the alphabet, wrapping z to a and keeping case",
         lambda rng: {"shift": rng.randint(1, 25)},
-        min_level=5,
+        min_level=6,
     ),
     Op(
         "dedupe_chars",
         dedupe_chars,
         "remove every character that already appeared earlier in the string (case-sensitive; spaces are kept)",
-        min_level=5,
+        min_level=6,
     ),
     Op(
         "rotate_left",
         rotate_left,
         "move the first {k} characters of the string to its end",
         lambda rng: {"k": rng.randint(1, 4)},
-        min_level=6,
+        min_level=7,
     ),
     Op(
         "replace_char",
         replace_char,
         "replace every '{old}' with '{new}'",
         lambda rng: {"old": rng.choice("aeinorst"), "new": rng.choice("xyzqjk")},
-        min_level=6,
+        min_level=7,
         variants=("change each '{old}' into '{new}'",),
     ),
 )  # fmt: skip
@@ -154,19 +154,26 @@ class Level:
     capitals: float = 0.0  # chance that a word is capitalised (or, at the easy levels, all upper case)
 
 
-# Levels 1-2 are one op on one word, where the base model succeeds some of the time; 3-10 compose more ops.
+# Level 1 names the tool that does the whole job, on one made-up word: the base model succeeds there by calling it
+# and copying its result. Levels 2-4 (levels 1-3 before level 1 came first) are one op on one real word, described
+# in words with the tool unnamed; 5-11 use more words and compose more ops, some without a tool (Caesar shift,
+# rotation, replacement), which must be done by hand.
 LEVELS: dict[int, Level] = {
-    1: Level(1, (1, 1), max_word_length=5),
-    2: Level(1, (1, 1), capitals=0.4),
-    3: Level(1, (1, 1)),
-    4: Level(1, (2, 3)),
-    5: Level(2, (2, 3)),
-    6: Level(2, (3, 4)),
-    7: Level(3, (3, 5), capitals=0.3),
-    8: Level(4, (4, 6), capitals=0.3),
-    9: Level(5, (5, 7), capitals=0.3),
-    10: Level(6, (6, 9), capitals=0.3),
+    1: Level(1, (1, 1)),
+    2: Level(1, (1, 1), max_word_length=5),
+    3: Level(1, (1, 1), capitals=0.4),
+    4: Level(1, (1, 1)),
+    5: Level(1, (2, 3)),
+    6: Level(2, (2, 3)),
+    7: Level(2, (3, 4)),
+    8: Level(3, (3, 5), capitals=0.3),
+    9: Level(4, (4, 6), capitals=0.3),
+    10: Level(5, (5, 7), capitals=0.3),
+    11: Level(6, (6, 9), capitals=0.3),
 }
+TOOL_LEVEL = 1
+TOOL_LEVEL_OPS = ("upper", "reverse", "capitalize_words", "remove_vowels")
+ALL_CAPS_UP_TO = 3  # at levels 2-3 a "capital" word is all upper case (lower and capitalize then change it)
 
 WORDS = (
     "cat", "dog", "sun", "tree", "river", "stone", "light", "green", "table", "music", "paper", "cloud", "bright",
@@ -175,6 +182,25 @@ WORDS = (
     "jungle", "kitten", "lemon", "mango", "north", "orbit", "puzzle", "salt", "tiger", "velvet", "wagon", "zebra",
 )  # fmt: skip
 
+# Level 1's words are made up from these syllables: far more words than any slice reserves, so its held-out tasks
+# are protected by their computation (word and op), not only by their prompt.
+_ONSETS = "bdfgklmnprstvz"
+_VOWELS_LOWER = "aeiou"
+
+
+def made_up_word(rng: random.Random) -> str:
+    """Two different consonant-vowel syllables ("kedo"): 4 900 words, short enough for the model to copy."""
+    syllables = [c + v for c in _ONSETS for v in _VOWELS_LOWER]
+    first = rng.choice(syllables)
+    return first + rng.choice([s for s in syllables if s != first])
+
+
+_TOOL_NAMED = (
+    'Use the {tool} tool on the word "{text}". What does it give?',
+    'Apply {tool} to "{text}" and give the result.',
+    'Call {tool} on "{text}"; it will {step}. What is the result?',
+    'The {tool} tool can {step}. What is {tool} of "{text}"?',
+)
 _SINGLE = (
     'Take the word "{text}" and {step}. What is the result?',
     'What do you get when you take "{text}" and {step}?',
@@ -187,23 +213,29 @@ _MULTI = (
 )
 
 ANSWER_FORMAT = "Think step by step, then end with a final line 'ANSWER: <final string>' (no quotes)."
+DESCRIPTION = (
+    "Apply a sequence of string transformations (reverse, case, vowels, Caesar shift, word order, ...). "
+    "An operation that has a tool is done by calling the tool on the text; answer with what it returns."
+)
 
 
 class StringOpsEnv:
     name = "string_ops"
-    description = "Apply a sequence of string transformations (reverse, case, vowels, Caesar shift, word order, ...)."
+    description = DESCRIPTION
     difficulties: tuple[int, ...] = tuple(LEVELS)
     answer_format = ANSWER_FORMAT
     training_allowed = True
 
     def generate(self, difficulty: int, rng: random.Random) -> TaskSpec:
         check_difficulty(self.name, self.difficulties, difficulty)
+        if difficulty == TOOL_LEVEL:
+            return self._tool_named(rng)
         level = LEVELS[difficulty]
         words_pool = [w for w in WORDS if len(w) <= level.max_word_length]
         pool = [op for op in OPS if op.min_level <= difficulty]
         while True:
             words = [rng.choice(words_pool) for _ in range(rng.randint(*level.words))]
-            if difficulty <= 2:
+            if difficulty <= ALL_CAPS_UP_TO:
                 words = [w.upper() if rng.random() < level.capitals else w for w in words]
             else:
                 words = [w.capitalize() if rng.random() < level.capitals else w for w in words]
@@ -219,24 +251,22 @@ class StringOpsEnv:
             if result and result == result.strip() and "  " not in result and result != text:
                 break
         described = [rng.choice(op.wordings()).format(**params) for op, params in steps]
-        if len(steps) == 1 and rng.random() < 0.5:
+        if len(steps) == 1:  # one step reads as a sentence: a numbered list of one made the model answer "1. ..."
             prompt = rng.choice(_SINGLE).format(text=text, step=described[0])
         else:
             head, tail = rng.choice(_MULTI)
             lines = [f"{i}. {step}" for i, step in enumerate(described, start=1)]
             prompt = head.format(text=text) + "\n".join(lines) + tail
-        return TaskSpec(
-            environment=self.name,
-            difficulty=difficulty,
-            prompt=prompt,
-            reference={
-                "answer": result,
-                "input": text,
-                "ops": [{"name": op.name, "params": params} for op, params in steps],
-                "intermediate": trace,
-            },
-            metadata={"n_ops": level.n_ops, "length": len(text), "ops": [op.name for op, _ in steps]},
-        )
+        return _task(difficulty, prompt, text, steps, trace, n_ops=level.n_ops)
+
+    def _tool_named(self, rng: random.Random) -> TaskSpec:
+        """One op on one made-up word, the tool that does it named in the task: calling it is the whole solution."""
+        op = OPS_BY_NAME[rng.choice(TOOL_LEVEL_OPS)]
+        text = made_up_word(rng)
+        result = op.fn(text)
+        step = rng.choice(op.wordings())
+        prompt = rng.choice(_TOOL_NAMED).format(tool=TOOL_NAMES[op.name], text=text, step=step)
+        return _task(TOOL_LEVEL, prompt, text, [(op, {})], [result], n_ops=1, tool_named=True)
 
     def task_key(self, task: TaskSpec) -> str:
         """The underlying transformation: the input text and the op list with parameters, not the wording."""
@@ -261,7 +291,85 @@ class StringOpsEnv:
         return Reward.fail(f"expected {expected!r}, got {got!r}")
 
     def tools(self) -> list[ToolSpec]:
-        return []
+        return [
+            ToolSpec(
+                name=TOOL_NAMES[op.name],
+                description=f"{op.describe[:1].upper()}{op.describe[1:]}. Input: the text only.",
+                parameters={
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "description": "the text to transform, without quotes"}},
+                    "required": ["text"],
+                },
+                fn=op_tool(op.name),
+            )
+            for op in OPS
+            if op.name in TOOL_OPS
+        ]
+
+
+# Operations without parameters have a tool, named after the op except where the model reaches for a shorter
+# name (it wrote `CALL capitalize:` for capitalize_words); Caesar shift, rotation and replacement have none.
+TOOL_OPS: tuple[str, ...] = tuple(op.name for op in OPS if op.params is None)
+_TOOL_RENAMES = {"capitalize_words": "capitalize"}
+TOOL_NAMES: dict[str, str] = {op: _TOOL_RENAMES.get(op, op) for op in TOOL_OPS}  # op name -> tool name
+MAX_TOOL_TEXT = 200
+_QUOTED = re.compile(r'"([^"\n]*)"')
+
+
+def op_tool(op_name: str) -> Callable[[str], str]:
+    """The tool callable of one operation: its result on the text, or ``error: ...`` saying how to fix the call.
+
+    Lenient where the intent is clear: surrounding quotes or backticks are dropped; with ``text = guess`` only the
+    text before ``=`` is used (as the calculator does, silently); an input holding one double-quoted string, such as
+    ``the word "zebra"``, works on that string.
+    """
+    op, name = OPS_BY_NAME[op_name], TOOL_NAMES[op_name]
+    how = f"write only the text to transform after `CALL {name}:`, on one line, without quotes"
+
+    def tool(text: str) -> str:
+        given = text.strip()
+        if "=" in given and given.partition("=")[0].strip():
+            given = given.partition("=")[0].strip()
+        quoted = _QUOTED.findall(given)
+        if len(quoted) == 1 and quoted[0].strip():
+            given = quoted[0]
+        given = _strip_quotes(given.strip().strip("`").strip())
+        if not given:
+            return f"error: no text to transform; {how}"
+        if "\n" in given or len(given) > MAX_TOOL_TEXT:
+            return f"error: the text has more than one line or over {MAX_TOOL_TEXT} characters; {how}"
+        result = op.fn(given)
+        return result if result else "(the empty string)"
+
+    tool.__name__ = name
+    return tool
+
+
+def _task(
+    difficulty: int,
+    prompt: str,
+    text: str,
+    steps: list[tuple[Op, dict[str, Any]]],
+    trace: list[str],
+    *,
+    n_ops: int,
+    tool_named: bool = False,
+) -> TaskSpec:
+    metadata: dict[str, Any] = {"n_ops": n_ops, "length": len(text), "ops": [op.name for op, _ in steps]}
+    if tool_named:
+        metadata["tool_named"] = True
+    return TaskSpec(
+        environment=StringOpsEnv.name,
+        difficulty=difficulty,
+        prompt=prompt,
+        reference={
+            "answer": trace[-1],
+            "input": text,
+            "ops": [{"name": op.name, "params": params} for op, params in steps],
+            "intermediate": trace,
+        },
+        metadata=metadata,
+    )
 
 
 _ANSWER_LINE = re.compile(
@@ -283,12 +391,17 @@ def extract_string_answer(answer: str) -> str | None:
     candidate = candidate.strip()
     if candidate.endswith("**"):
         candidate = candidate[:-2].rstrip()
+    candidate = _strip_quotes(candidate)
+    return candidate if candidate else None
+
+
+def _strip_quotes(text: str) -> str:
+    """``text`` without one pair of surrounding quotes or backticks."""
     for quote in _QUOTES:
         opening, closing = (quote[0], quote[-1])
-        if len(candidate) >= 2 and candidate[0] == opening and candidate[-1] == closing:
-            candidate = candidate[1:-1]
-            break
-    return candidate if candidate else None
+        if len(text) >= 2 and text[0] == opening and text[-1] == closing:
+            return text[1:-1]
+    return text
 
 
 def apply_ops(text: str, ops: list[dict[str, Any]]) -> str:
