@@ -24,9 +24,11 @@ def test_seed_ranges_are_disjoint():
 
 
 def test_versions_are_per_environment():
-    """python_functions' generator changed (v3); arithmetic and string_ops did not and keep their v2 sets."""
-    assert heldout.current_version("python_functions") == "v3"
-    assert heldout.current_version("arithmetic") == heldout.current_version("string_ops") == "v2"
+    """python_functions' and string_ops' generators changed (v3); arithmetic's did not and keeps its v2 sets."""
+    assert heldout.current_version("python_functions") == heldout.current_version("string_ops") == "v3"
+    assert heldout.current_version("arithmetic") == "v2"
+    with pytest.raises(ValueError, match="string_ops: held-out version 'v2' is retired.*use v3"):
+        heldout.heldout_set("string_ops", "v2")
     assert heldout.live_versions("python_functions") == ["v3"] and heldout.live_versions("arithmetic") == ["v2"]
     with pytest.raises(ValueError, match="python_functions: held-out version 'v2' is retired.*use v3"):
         heldout.heldout_set("python_functions", "v2")

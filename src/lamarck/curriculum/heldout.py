@@ -64,9 +64,12 @@ RETIRED_FOR: dict[str, dict[str, str]] = {
     "python_functions": {
         "v2": "python_functions changed: constants widened so every level is key-protected, report-only families",
     },
+    "string_ops": {
+        "v2": "string_ops changed: a tool-named level 1 first (levels shift up one), tools for the ops, one-step tasks",
+    },
 }
 CURRENT_VERSION = "v2"  # for environments without an entry in CURRENT_VERSIONS
-CURRENT_VERSIONS: dict[str, str] = {"python_functions": "v3"}
+CURRENT_VERSIONS: dict[str, str] = {"python_functions": "v3", "string_ops": "v3"}
 DEFAULT_PER_LEVEL = 20
 RESERVED_PER_LEVEL = 50
 PROBE_DRAWS = 100
