@@ -40,7 +40,6 @@ def test_an_episode_step_by_step_with_the_verdict_and_lesson(
     expect(verdict).to_contain_text("3 — step 3, the reversal")
     expect(verdict).to_contain_text("reverse the string before answering")
     expect(page.locator("#episode")).to_contain_text("harness string_ops-h1")
-    screenshot(page, "ui-episode")
 
     page.fill("#other", loop.episodes["a21"])
     page.click("#compare-form input[type=submit]")

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from lamarck.platform.container import Container
 
-from .conftest import Browse, screenshot
+from .conftest import Browse
 from .loop_data import add_generation, running_loop, summarize
 
 
@@ -45,8 +45,6 @@ def test_a_new_generation_grows_the_curve_and_moves_the_heatmap_without_a_reload
     expect(heatmap.locator('td[data-environment="arithmetic"][data-difficulty="1"]')).to_have_class("stale")
     expect(page.locator("#episodes tbody tr")).to_have_count(15)
     assert page.evaluate("window.notReloaded") is True
-    screenshot(page, "ui-run")
-    screenshot(page.locator("#capability"), "ui-heatmap")
 
     page.locator("#generation-slider").evaluate("s => { s.value = '0'; s.dispatchEvent(new Event('input')); }")
     expect(heatmap).to_have_attribute("data-generation", "0")

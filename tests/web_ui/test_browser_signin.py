@@ -58,6 +58,7 @@ def test_a_wrong_key_and_an_expired_session_are_explained_on_the_page(
     browse.sign_in(keys["read"]["Authorization"].removeprefix("Bearer "))
     browse.goto("/ui/")
     expect(browse.page.locator("#session")).to_contain_text("read")
+    expect(browse.page.locator("#message")).to_contain_text("No runs yet")  # the page's last call answered
     browse.server.clock.now += 7200  # past the session's hour
     browse.page.reload()
     expect(browse.page.locator("#message")).to_contain_text("Your sign-in has expired")

@@ -1,6 +1,6 @@
 // A run, live: its status and current step, learning curves, capability heatmap, event ticker and latest episodes.
 // Stored events fill the ticker first; then the event stream continues after the last of them, and every event that
-// changes the numbers refetches the curves (debounced), so they grow without a reload.
+// changes the numbers refetches the curves (at most every 300 ms), so they grow without a reload.
 import { getJson, postJson, query } from './api.js';
 import { Curve } from './curves.js';
 import { byId, h, replace } from './dom.js';
@@ -105,9 +105,17 @@ async function refresh() {
   }
 }
 
+/** At most one refresh per ``delay``: a running loop sends events faster than that, and a debounce that restarts
+ * its wait at each one would never fire while the run goes on. */
 function scheduleRefresh(delay = 300) {
+  if (refreshTimer !== null && delay > 0) {
+    return;
+  }
   window.clearTimeout(refreshTimer);
-  refreshTimer = window.setTimeout(refresh, delay);
+  refreshTimer = window.setTimeout(() => {
+    refreshTimer = null;
+    refresh();
+  }, delay);
 }
 
 function onEvent(event) {
