@@ -55,7 +55,8 @@ function verdictView(verdict) {
   const rows = [
     ['verdict', h('span', { class: `verdict ${verdict.passed ? 'passed' : 'failed'}` }, verdict.passed ? 'passed' : 'failed'),
       ` (reward ${verdict.reward}, by ${verdict.source})`],
-    ['first wrong step', verdict.first_wrong_step ?? '–', verdict.first_error ? ` — ${verdict.first_error}` : ''],
+    ['first wrong step', verdict.first_wrong_step ?? '–',
+      verdict.first_error && verdict.first_error !== String(verdict.first_wrong_step) ? ` — ${verdict.first_error}` : ''],
     ['critique', verdict.critique ?? '–'],
     ['lesson', verdict.lesson ?? '–'],
   ];

@@ -1,7 +1,7 @@
 // The model lineage as an SVG tree: versions left to right by generation of training, each leaf on a row of its
 // own and each parent centred on its children.
 const SVG = 'http://www.w3.org/2000/svg'; // the SVG namespace: a name, never fetched
-const COLUMN = 170;
+const CHAR_WIDTH = 8; // of the 13px monospace labels
 const ROW = 46;
 const RADIUS = 9;
 
@@ -42,10 +42,12 @@ function layout(versions) {
 export function lineageTree(versions, onSelect) {
   const { nodes, rows } = layout(versions);
   const depth = Math.max(0, ...nodes.map((n) => n.depth));
-  const x = (n) => 20 + n.depth * COLUMN;
+  const label = Math.max(...nodes.map((n) => n.version.id.length)) * CHAR_WIDTH;
+  const column = Math.max(120, label + 50);
+  const x = (n) => 20 + n.depth * column;
   const y = (n) => 24 + n.y * ROW;
   const root = svg('svg', {
-    width: 40 + depth * COLUMN + 140,
+    width: 40 + depth * column + label + 30,
     height: 24 + Math.max(rows, 1) * ROW,
     role: 'img',
     'aria-label': 'model lineage',

@@ -26,7 +26,7 @@ function gateView(gate) {
   if (!gate) {
     return h('p', { class: 'muted' }, 'Not gated.');
   }
-  const decision = gate.promote === null ? 'undecided' : gate.promote ? 'promoted' : 'refused';
+  const decision = gate.promote === null ? 'undecided' : gate.promote ? 'promote' : 'refuse';
   const facts = [
     ['decision', h('span', { class: `status ${gate.promote ? 'passed' : 'failed'}` }, decision), gate.reason ? ` — ${gate.reason}` : ''],
     ['against', gate.champion ?? '–'],
