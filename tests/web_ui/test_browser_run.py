@@ -31,6 +31,7 @@ def test_a_new_generation_grows_the_curve_and_moves_the_heatmap_without_a_reload
     expect(heatmap).to_have_attribute("data-generation", "2")
     expect(heatmap.locator("td.frontier")).to_have_count(2)  # arithmetic d1 and string_ops d2
     expect(heatmap.locator('td[data-environment="arithmetic"][data-difficulty="1"]')).to_have_text("75%")
+    expect(heatmap.locator('td[data-environment="arithmetic"][data-difficulty="9"]')).to_have_text("·")  # ladder
     page.evaluate("window.notReloaded = true")
 
     add_generation(container, loop.run_id, 3, difficulty=2)

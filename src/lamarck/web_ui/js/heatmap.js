@@ -31,12 +31,20 @@ export class Heatmap {
     this.slider = byId(slider);
     this.label = byId(label);
     this.capability = { generations: [] };
+    this.ladders = new Map();
     this.followLatest = true;
     this.slider.addEventListener('input', () => {
       const generations = this.capability.generations;
       this.followLatest = Number(this.slider.value) === generations.length - 1;
       this.render();
     });
+  }
+
+  /** Each environment's difficulty ladder (GET /v1/environments) and the run's own environments, so the map shows
+   * the levels not reached yet too. */
+  setLadders(environments, runEnvironments) {
+    const wanted = new Set(runEnvironments);
+    this.ladders = new Map(environments.filter((e) => wanted.has(e.name)).map((e) => [e.name, e.difficulties]));
   }
 
   update(capability) {
@@ -59,14 +67,19 @@ export class Heatmap {
     }
     const chosen = generations[Number(this.slider.value)] ?? generations[generations.length - 1];
     const known = asOf(this.capability, chosen.generation);
-    const difficulties = [...new Set(generations.flatMap((g) => g.cells.map((c) => c.difficulty)))].sort((a, b) => a - b);
-    const environments = [...new Set(generations.flatMap((g) => g.cells.map((c) => c.environment)))].sort();
+    const attempted = generations.flatMap((g) => g.cells);
+    const ladders = [...this.ladders.values()].flat();
+    const difficulties = [...new Set([...ladders, ...attempted.map((c) => c.difficulty)])].sort((a, b) => a - b);
+    const environments = [...new Set([...this.ladders.keys(), ...attempted.map((c) => c.environment)])].sort();
     const frontier = new Set(chosen.cells.map((c) => `${c.environment}|${c.difficulty}`));
     const head = h('thead', {}, h('tr', {}, h('th', {}, 'environment'), difficulties.map((d) => h('th', {}, `d${d}`))));
     const rows = environments.map((environment) =>
       h('tr', {}, h('th', {}, environment), difficulties.map((difficulty) => {
         const entry = known.get(environment)?.get(difficulty);
         const dataset = { environment, difficulty: String(difficulty) };
+        if (!entry && this.ladders.has(environment) && !this.ladders.get(environment).includes(difficulty)) {
+          return h('td', { class: 'none', dataset }, '');
+        }
         if (!entry) {
           return h('td', { class: 'empty', title: 'not attempted yet', dataset }, '·');
         }

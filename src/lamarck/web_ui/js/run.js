@@ -189,6 +189,8 @@ async function main() {
     return;
   }
   showRun(run);
+  const catalog = await getJson('/v1/environments').catch(() => ({ environments: [] }));
+  heatmap.setLadders(catalog.environments, run.config?.environments ?? []);
   byId('run').hidden = false;
   byId('stop').addEventListener('click', () => control('stop'));
   byId('resume').addEventListener('click', () => control('resume'));
