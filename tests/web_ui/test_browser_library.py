@@ -1,5 +1,5 @@
-"""The model lineage tree with each version's gate result, promote after confirmation, and the skill library with
-code, in a real browser."""
+"""The model lineage tree with each version's gate result, promote after confirmation, the harness lineage with its
+diffs, and the skill library with code, in a real browser."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from api.test_harnesses import _archive
 from api.test_models import BASE, CANDIDATE, GRANDCHILD, _lineage
 from api.test_skills import _skill
 from lamarck.platform.container import Container
@@ -78,3 +79,30 @@ def test_the_skill_library_with_code_and_versions(
     expect(page.locator("#skill-tests")).to_have_text("assert delta(1) == 2")
     expect(page.locator("#skill-versions li")).to_have_count(2)
     assert page.url.endswith("skills.html?name=delta")
+
+
+def test_the_harness_lineage_with_prompt_and_knob_diffs(
+    browse: Browse, keys: dict[str, dict[str, str]], container: Container
+) -> None:
+    root, cooler, prompted = _archive(container)
+    browse.sign_in(_key(keys, "read"))
+    page = browse.page
+    browse.goto("/ui/harnesses.html?environment=arithmetic")
+    expect(page.locator("#tree g.node")).to_have_count(3)
+    expect(page.locator(f'#tree g.node.promoted[data-id="{root}"]')).to_have_count(1)
+    expect(page.locator("#detail")).to_contain_text("The root of this lineage.")
+
+    page.locator(f'#tree g.node[data-id="{cooler}"]').click()
+    expect(page.locator("#parent-diff")).to_contain_text("sampling.temperature")
+    expect(page.locator("#parent-diff")).to_contain_text("The system prompt is the same.")
+    page.locator(f'#tree g.node[data-id="{prompted}"]').click()
+    expect(page.locator("#parent-diff pre.diff .added").last).to_have_text("+Check the arithmetic twice.\n")
+    screenshot(page, "ui-harnesses")
+
+    page.select_option("#diff-a", root)
+    page.select_option("#diff-b", prompted)
+    page.click("#diff")
+    expect(page.locator("#diff-view")).to_contain_text("sampling.temperature")
+    expect(page.locator("#diff-view pre.diff")).to_contain_text("Check the arithmetic twice.")
+    page.select_option("#environment", "string_ops")
+    expect(page.locator("#tree")).to_contain_text("No harness archived for string_ops yet")
