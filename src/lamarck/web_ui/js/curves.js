@@ -5,20 +5,25 @@ import uPlot from '../vendor/uplot/uPlot.esm.js';
 const PALETTE = ['#1f6feb', '#1a7f37', '#bf3989', '#9a6700', '#8250df', '#0a7a8a', '#cf222e'];
 const HEIGHT = 240;
 
-function seriesOf(metrics, field) {
+function valueOf(bucket, field) {
+  return field === 'success' ? bucket.success_rate : bucket.reward_mean;
+}
+
+function seriesOf(metrics, field, withOverall) {
   const overall = metrics.overall.buckets;
-  const x = overall.map((bucket) => bucket.last);
-  const data = [x, overall.map((b) => b[`${field}_min`]), overall.map((b) => b[`${field}_max`])];
-  const series = [
-    { label: 'generation' },
-    { label: 'min', stroke: 'rgba(31,111,235,.25)', width: 1, points: { show: false } },
-    { label: 'max', stroke: 'rgba(31,111,235,.25)', width: 1, points: { show: false } },
-    { label: 'overall', stroke: PALETTE[0], width: 2.5, spanGaps: true },
-  ];
-  data.push(overall.map((b) => (field === 'success' ? b.success_rate : b.reward_mean)));
-  metrics.environments.forEach((environment, index) => {
-    series.push({ label: environment.environment, stroke: PALETTE[(index + 1) % PALETTE.length], width: 1.5, spanGaps: true });
-    data.push(environment.buckets.map((b) => (field === 'success' ? b.success_rate : b.reward_mean)));
+  const data = [overall.map((bucket) => bucket.last)];
+  const series = [{ label: 'generation' }];
+  if (withOverall) {
+    series.push(
+      { label: 'min', stroke: 'rgba(31,111,235,.25)', width: 1, points: { show: false } },
+      { label: 'max', stroke: 'rgba(31,111,235,.25)', width: 1, points: { show: false } },
+      { label: 'overall', stroke: PALETTE[0], width: 2.5, spanGaps: true },
+    );
+    data.push(overall.map((b) => b[`${field}_min`]), overall.map((b) => b[`${field}_max`]), overall.map((b) => valueOf(b, field)));
+  }
+  metrics.environments.forEach((line, index) => {
+    series.push({ label: line.environment, stroke: PALETTE[(index + 1) % PALETTE.length], width: withOverall ? 1.5 : 2.5, spanGaps: true });
+    data.push(line.buckets.map((b) => valueOf(b, field)));
   });
   return { series, data };
 }
@@ -27,11 +32,12 @@ function signature(series) {
   return series.map((s) => s.label).join('|');
 }
 
-/** A chart in ``element`` that follows the run: update(metrics) redraws in place, rebuilding only when the set of
+/** A chart in ``element`` that follows the run (or, without ``overall``, one line per entry of ``environments``): update(metrics) redraws in place, rebuilding only when the set of
  * environments changes. ``element.dataset.points`` holds how many points it shows (the browser tests read it). */
 export class Curve {
-  constructor(element, field, title) {
+  constructor(element, field, title, { overall = true } = {}) {
     this.element = element;
+    this.withOverall = overall;
     this.field = field;
     this.title = title;
     this.plot = null;
@@ -44,7 +50,7 @@ export class Curve {
   }
 
   update(metrics) {
-    const { series, data } = seriesOf(metrics, this.field);
+    const { series, data } = seriesOf(metrics, this.field, this.withOverall);
     if (!this.plot || signature(series) !== this.shape) {
       this.plot?.destroy();
       this.plot = new uPlot(
@@ -54,7 +60,7 @@ export class Curve {
           height: HEIGHT,
           scales: { x: { time: false }, y: { range: this.field === 'success' ? [0, 1] : undefined } },
           axes: [{ label: 'generation', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }, {}],
-          bands: [{ series: [2, 1], fill: 'rgba(31,111,235,.08)' }],
+          bands: this.withOverall ? [{ series: [2, 1], fill: 'rgba(31,111,235,.08)' }] : [],
           series,
         },
         data,

@@ -4,13 +4,28 @@ import { byId, h } from './dom.js';
 import { clearMessage, reportFailure, showMessage, startPage } from './page.js';
 
 let cursor = null;
+const chosen = new Set();
+
+function choose(id, box) {
+  if (box.checked) {
+    chosen.add(id);
+  } else {
+    chosen.delete(id);
+  }
+  const link = byId('compare');
+  link.hidden = chosen.size < 2;
+  link.href = `compare.html?${[...chosen].map((run) => `run=${encodeURIComponent(run)}`).join('&')}`;
+}
 
 function row(run) {
   const environments = Array.isArray(run.config?.environments) ? run.config.environments.join(', ') : '';
   const planned = run.config?.generations ?? '?';
+  const box = h('input', { type: 'checkbox', 'aria-label': `compare run ${run.id}` });
+  box.addEventListener('change', () => choose(run.id, box));
   return h(
     'tr',
-    {},
+    { dataset: { id: run.id } },
+    h('td', {}, box),
     h('td', {}, h('a', { href: `run.html?id=${encodeURIComponent(run.id)}` }, run.name || run.id), ' ',
       h('code', { class: 'muted' }, run.id)),
     h('td', {}, h('span', { class: `status ${run.status}` }, run.status)),
