@@ -105,3 +105,29 @@ def test_an_unknown_run_is_explained_on_the_page(browse: Browse, keys: dict[str,
     expect(browse.page.locator("#run")).to_be_hidden()
     browse.goto("/ui/run.html")
     expect(browse.page.locator("#message")).to_contain_text("No run was given")
+
+
+def test_the_run_episodes_filtered_and_paged(
+    browse: Browse, keys: dict[str, dict[str, str]], container: Container
+) -> None:
+    loop = running_loop(container)
+    add_generation(container, loop.run_id, 3, difficulty=2)
+    browse.sign_in(_key(keys, "read"))
+    page = browse.page
+    browse.goto(f"/ui/run.html?id={loop.run_id}")
+    rows = page.locator("#episodes tbody tr")
+    expect(rows).to_have_count(15)
+    page.click("#more-episodes")
+    expect(rows).to_have_count(19)
+    expect(page.locator("#more-episodes")).to_be_hidden()
+    page.select_option("#filter-environment", "string_ops")
+    expect(rows).to_have_count(3)
+    page.select_option("#filter-environment", "")
+    page.select_option("#filter-outcome", "failed")
+    page.fill("#filter-generation", "3")
+    page.locator("#filter-generation").dispatch_event("change")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("arithmetic d2")
+    page.fill("#filter-generation", "7")
+    page.locator("#filter-generation").dispatch_event("change")
+    expect(rows).to_have_text("No episodes match.")

@@ -24,6 +24,7 @@ const selected = new Set();
 let session = null;
 let refreshTimer = null;
 let retryDelay = 1000;
+let episodeCursor = null;
 
 function showRun(run) {
   replace(byId('title'), `Run ${run.name || run.id} `, h('code', { class: 'muted' }, run.id));
@@ -80,6 +81,48 @@ function episodeRow(episode) {
     h('td', {}, h('span', { class: `status ${episode.outcome}` }, episode.outcome)));
 }
 
+function episodeQuery(cursor) {
+  return query({
+    limit: 15,
+    cursor,
+    outcome: byId('filter-outcome').value,
+    environment: byId('filter-environment').value,
+    generation: byId('filter-generation').value,
+  });
+}
+
+/** The first page replaces the list (a refresh keeps only the newest); a later page, asked for, is appended. */
+function showEpisodes(page, append) {
+  const body = byId('episodes').tBodies[0];
+  if (append) {
+    body.append(...page.episodes.map(episodeRow));
+  } else {
+    replace(body, page.episodes.map(episodeRow));
+  }
+  if (!body.rows.length) {
+    replace(body, h('tr', {}, h('td', { colspan: 5, class: 'muted' }, 'No episodes match.')));
+  }
+  episodeCursor = page.next_cursor;
+  byId('more-episodes').hidden = !episodeCursor;
+}
+
+async function loadEpisodes(append) {
+  try {
+    showEpisodes(await getJson(`${path}/episodes${episodeQuery(append ? episodeCursor : null)}`), append);
+  } catch (error) {
+    reportFailure(error, 'loading the episodes');
+  }
+}
+
+function wireEpisodeFilters(run) {
+  const environments = Array.isArray(run.config?.environments) ? run.config.environments : [];
+  byId('filter-environment').append(...environments.map((name) => h('option', { value: name }, name)));
+  for (const id of ['filter-outcome', 'filter-environment', 'filter-generation']) {
+    byId(id).addEventListener('change', () => loadEpisodes(false));
+  }
+  byId('more-episodes').addEventListener('click', () => loadEpisodes(true));
+}
+
 async function refresh() {
   try {
     const [run, metrics, capability, generations, episodes] = await Promise.all([
@@ -87,7 +130,7 @@ async function refresh() {
       getJson(`${path}/metrics`),
       getJson(`${path}/capability`),
       getJson(`${path}/generations`),
-      getJson(`${path}/episodes${query({ limit: 15 })}`),
+      getJson(`${path}/episodes${episodeQuery(null)}`),
     ]);
     clearMessage();
     retryDelay = 1000;
@@ -96,7 +139,7 @@ async function refresh() {
     successCurve.update(metrics);
     rewardCurve.update(metrics);
     heatmap.update(capability);
-    replace(byId('episodes').tBodies[0], episodes.episodes.map(episodeRow));
+    showEpisodes(episodes, false);
   } catch (error) {
     if (reportFailure(error, 'refreshing the run')) {
       scheduleRefresh(retryDelay);
@@ -192,6 +235,7 @@ async function main() {
   const catalog = await getJson('/v1/environments').catch(() => ({ environments: [] }));
   heatmap.setLadders(catalog.environments, run.config?.environments ?? []);
   byId('run').hidden = false;
+  wireEpisodeFilters(run);
   byId('stop').addEventListener('click', () => control('stop'));
   byId('resume').addEventListener('click', () => control('resume'));
   const [past] = await Promise.all([history().catch(() => ({ events: [], after: 0 })), refresh()]);
