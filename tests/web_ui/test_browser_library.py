@@ -106,3 +106,20 @@ def test_the_harness_lineage_with_prompt_and_knob_diffs(
     expect(page.locator("#diff-view pre.diff")).to_contain_text("Check the arithmetic twice.")
     page.select_option("#environment", "string_ops")
     expect(page.locator("#tree")).to_contain_text("No harness archived for string_ops yet")
+
+
+def test_lessons_found_by_meaning_with_their_counts(
+    browse: Browse, keys: dict[str, dict[str, str]], container: Container
+) -> None:
+    container.lessons.add(
+        "Multiply before adding unless parentheses say otherwise.", environment="arithmetic", episode_id="e1"
+    )
+    browse.sign_in(_key(keys, "read"))
+    page = browse.page
+    browse.goto("/ui/skills.html")
+    expect(page.locator("#message")).to_contain_text("No skills yet")
+    page.fill("#lesson-query", "order of operations: 2 + 3 * 4")
+    page.click("#lesson-search input[type=submit]")
+    first = page.locator("#lessons tbody tr").first
+    expect(first).to_contain_text("Multiply before adding")
+    expect(first).to_contain_text("arithmetic")

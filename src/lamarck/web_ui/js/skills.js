@@ -1,5 +1,5 @@
 // The skill library: each skill's provenance, version and record of use; a chosen skill's code, tests, the episodes
-// it came from and its versions.
+// it came from and its versions; the lessons closest in meaning to a question, with how often they helped or harmed.
 import { getJson, query } from './api.js';
 import { byId, h, percent, replace } from './dom.js';
 import { clearMessage, param, reportFailure, showMessage, startPage } from './page.js';
@@ -61,7 +61,22 @@ async function loadPage() {
   }
 }
 
+async function findLessons(event) {
+  event.preventDefault();
+  try {
+    const hits = await getJson(`/v1/lessons${query({ q: byId('lesson-query').value, k: 10 })}`);
+    const rows = hits.lessons.map((lesson) => h('tr', {},
+      h('td', {}, lesson.text), h('td', {}, lesson.environment ?? 'any'), h('td', {}, lesson.times_seen),
+      h('td', {}, lesson.helpful), h('td', {}, lesson.harmful)));
+    replace(byId('lessons').tBodies[0], rows.length ? rows : h('tr', {}, h('td', { colspan: 5, class: 'muted' }, 'No lessons yet.')));
+    byId('lessons').hidden = false;
+  } catch (error) {
+    reportFailure(error, 'searching the lessons');
+  }
+}
+
 if (await startPage()) {
+  byId('lesson-search').addEventListener('submit', findLessons);
   byId('more').addEventListener('click', loadPage);
   await loadPage();
   const chosen = param('name');
