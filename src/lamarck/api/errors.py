@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -42,6 +43,16 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+KEYED_ERRORS = (400, 401, 403, 413, 422, 429)
+"""What any keyed route may answer before it runs: a malformed JSON body, no or a bad key, a missing scope, a body
+over the limit, invalid input, a key over its rate limit."""
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, object]]:
+    """OpenAPI ``responses`` for these error statuses, each in the one error shape."""
+    return {status: {"model": ErrorResponse} for status in statuses}
 
 
 class ApiError(Exception):
@@ -77,6 +88,20 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method the routes of this path serve; Starlette's own ``Allow`` names only the first route's, so a
+    path served by two routes (GET and POST ``/v1/runs``) would seem to take one method. A route of exactly this
+    path wins over one whose template also matches it."""
+    path = request.url.path
+    matching = [
+        route
+        for route in iter_route_contexts(request.app.routes)
+        if route.methods and (pattern := getattr(route, "path_regex", None)) is not None and pattern.match(path)
+    ]
+    exact = [route for route in matching if route.path_format == path]  # /v1/tasks/wait over /v1/tasks/{task_id}
+    return sorted({method for route in exact or matching for method in route.methods or ()})
+
+
 AuthCheck = Callable[[Request], Awaitable["ApiError | None"]]
 
 
@@ -103,6 +128,8 @@ def install(app: FastAPI, *, auth_first: AuthCheck | None = None) -> None:
         elif exc.status_code == 405:
             message = f"{request.method} is not allowed on {request.url.path}: see /docs for its methods"
         headers = dict(exc.headers) if exc.headers else None
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
         return error_response(exc.status_code, HTTP_CODES.get(exc.status_code, "error"), message, headers)
 
     @app.exception_handler(NotFound)

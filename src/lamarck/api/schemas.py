@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
@@ -12,6 +11,7 @@ from lamarck.agents.runs import RunConfig
 from lamarck.agents.summary import GenerationSummary
 from lamarck.api.solving import TaskRequest, TaskResult
 from lamarck.api.text import NUL_MESSAGE, has_nul
+from lamarck.api.times import UtcDatetime
 
 TaskStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 RunStatus = Literal["pending", "running", "stopping", "stopped", "finished", "budget_exhausted", "failed"]
@@ -40,8 +40,8 @@ class TaskPublic(BaseModel):
     request: TaskRequest
     result: TaskResult | None = None
     error: str | None = None
-    created_at: datetime
-    finished_at: datetime | None = None
+    created_at: UtcDatetime
+    finished_at: UtcDatetime | None = None
 
 
 class Health(BaseModel):
@@ -75,7 +75,7 @@ class EventPublic(BaseModel):
     id: int
     type: str
     run_id: str | None
-    created_at: datetime
+    created_at: UtcDatetime
     known: bool = Field(description="False for a type this server does not know; its payload is then shown raw.")
     payload: dict[str, JsonValue]
 
@@ -92,8 +92,8 @@ class RunPublic(BaseModel):
     config: dict[str, JsonValue]
     generations_done: int
     error: str | None
-    created_at: datetime
-    finished_at: datetime | None
+    created_at: UtcDatetime
+    finished_at: UtcDatetime | None
 
 
 class RunCreate(BaseModel):

@@ -3,15 +3,16 @@ curriculum reads (success estimates per environment x difficulty)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from lamarck.api.deps import ContainerDep, ReadKey
-from lamarck.api.errors import ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ErrorResponse, documented
+from lamarck.api.query import known_query_only
 from lamarck.curriculum.profile import CapabilityProfile, ProfileSnapshot
 from lamarck.curriculum.registry import get_environment, list_environments
 
-router = APIRouter(tags=["curriculum"])
+router = APIRouter(tags=["curriculum"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)])
 
 ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (401, 403)}
 

@@ -4,22 +4,23 @@ attempts aligned step by step."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from sqlalchemy.orm import Session
 
 from lamarck.api.deps import ContainerDep, ReadKey
-from lamarck.api.errors import ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ErrorResponse, documented
+from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_cursor, next_cursor
 from lamarck.api.text import ID_PATTERN
+from lamarck.api.times import UtcDatetime
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Episode, Step, Task, Verdict
 
-router = APIRouter(tags=["episodes"])
+router = APIRouter(tags=["episodes"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)])
 
 Outcome = Literal["pending", "answered", "no_answer", "passed", "failed"]
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,100}$"  # an environment's name
@@ -41,7 +42,7 @@ class EpisodeSummary(BaseModel):
     answer: str | None
     model_version: str
     harness_version: str | None
-    created_at: datetime
+    created_at: UtcDatetime
 
 
 class EpisodePage(BaseModel):
@@ -71,7 +72,7 @@ class VerdictPublic(BaseModel):
     lesson: str | None = Field(description="The lesson the critic drew, where it kept one.")
     lesson_id: str | None
     repaired_episode_id: str | None
-    created_at: datetime
+    created_at: UtcDatetime
 
 
 class Release(BaseModel):

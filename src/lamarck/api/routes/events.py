@@ -12,15 +12,18 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from lamarck.api.deps import ContainerDep, ReadKey
-from lamarck.api.errors import ApiError, ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.event_stream import LiveStream, scan
 from lamarck.api.event_tail import event_tail
+from lamarck.api.query import known_query_only
 from lamarck.api.schemas import EventPage, EventPublic
 from lamarck.api.text import ID_PATTERN
 from lamarck.platform.event_types import EVENT_TYPES
 from lamarck.platform.events import BusEvent
 
-router = APIRouter(prefix="/events", tags=["events"])
+router = APIRouter(
+    prefix="/events", tags=["events"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)]
+)
 
 RunId = Annotated[str | None, Query(pattern=ID_PATTERN, description="Only this run's events.")]
 Types = Annotated[

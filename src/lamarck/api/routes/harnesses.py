@@ -3,10 +3,9 @@ rollback (scope ``models``) through the functions ``lamarck harness`` uses."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from sqlalchemy.orm import Session
 
@@ -20,15 +19,22 @@ from lamarck.agents.harness_archive import (
 )
 from lamarck.agents.harness_rating import REFERENCE_RATING, win_probability
 from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey
-from lamarck.api.errors import ApiError, ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
+from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_cursor, next_cursor
 from lamarck.api.text import NUL_MESSAGE, has_nul
+from lamarck.api.times import UtcDatetime
 from lamarck.curriculum.registry import list_environments
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Harness
 
-router = APIRouter(prefix="/harnesses", tags=["harnesses"])
+router = APIRouter(
+    prefix="/harnesses",
+    tags=["harnesses"],
+    responses=documented(*KEYED_ERRORS),
+    dependencies=[Depends(known_query_only)],
+)
 
 HarnessStatus = Literal["candidate", "promoted", "retired", "rejected"]
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,100}$"
@@ -43,7 +49,7 @@ class HarnessPublic(BaseModel):
     status: str = Field(description="candidate, promoted, retired or rejected.")
     rating: float = Field(description="Bradley-Terry rating on the Elo scale over every archived round (1500: none).")
     flag: str = Field(description="Why the critic's judge distrusts answers under it, where it does; else empty.")
-    created_at: datetime
+    created_at: UtcDatetime
 
 
 class HarnessPage(BaseModel):

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
 
 from lamarck import __version__
 from lamarck.api.deps import ContainerDep, ReadKey
+from lamarck.api.errors import KEYED_ERRORS, documented
+from lamarck.api.query import known_query_only
 from lamarck.api.schemas import Health, Info
 from lamarck.curriculum.registry import list_environments
 from lamarck.platform.container import Container
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import DatabaseError
 
-router = APIRouter(tags=["server"])
+router = APIRouter(tags=["server"], dependencies=[Depends(known_query_only)])
 
 
 @router.get("/health", operation_id="getHealth", response_model=Health, summary="Is the server up")
@@ -25,7 +27,13 @@ async def health(container: ContainerDep) -> Health:
     return Health(status="ok", database="ok")
 
 
-@router.get("/info", operation_id="getInfo", response_model=Info, summary="Version, mode, environments, champion")
+@router.get(
+    "/info",
+    operation_id="getInfo",
+    response_model=Info,
+    responses=documented(*KEYED_ERRORS),
+    summary="Version, mode, environments, champion",
+)
 def info(container: ContainerDep, _: ReadKey) -> Info:
     return _info(container)
 

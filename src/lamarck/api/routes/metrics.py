@@ -8,17 +8,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from lamarck.api.deps import ContainerDep, ReadKey
-from lamarck.api.errors import ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ErrorResponse, documented
+from lamarck.api.query import known_query_only
 from lamarck.api.text import ID_PATTERN
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.api_repositories import OutcomeCell
 
-router = APIRouter(prefix="/runs", tags=["runs"])
+router = APIRouter(
+    prefix="/runs", tags=["runs"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)]
+)
 
 RunId = Annotated[str, Path(pattern=ID_PATTERN, description="The run's id.")]
 ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (401, 403, 404, 422)}

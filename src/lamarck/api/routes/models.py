@@ -3,23 +3,26 @@ registry functions ``lamarck models promote|rollback`` use."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import APIRouter, Body, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from sqlalchemy.orm import Session
 
 from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey
-from lamarck.api.errors import ApiError, ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
+from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_cursor, next_cursor
 from lamarck.api.text import NUL_MESSAGE, has_nul
+from lamarck.api.times import UtcDatetime
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Evaluation, ModelVersion
 from lamarck.training import registry
 
-router = APIRouter(prefix="/models", tags=["models"])
+router = APIRouter(
+    prefix="/models", tags=["models"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)]
+)
 
 MODEL_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,100}$"
 ModelStatus = Literal["candidate", "promoted", "retired"]
@@ -34,8 +37,8 @@ class ModelPublic(BaseModel):
     parent_id: str | None
     dataset_digest: str | None
     reason: str | None
-    created_at: datetime
-    promoted_at: datetime | None
+    created_at: UtcDatetime
+    promoted_at: UtcDatetime | None
 
 
 class ModelPage(BaseModel):

@@ -8,12 +8,13 @@ import json
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 
 from lamarck.agents.runs import RunConfig, RunError, check_resumable, create_run, request_stop, validate_config
 from lamarck.agents.summary import GenerationSummary
 from lamarck.api.deps import ContainerDep, LauncherDep, ReadKey, RunsKey
-from lamarck.api.errors import ApiError, ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
+from lamarck.api.query import known_query_only
 from lamarck.api.run_launcher import Launcher, RunAction
 from lamarck.api.schemas import GenerationPage, RunCreate, RunPage, RunPublic, RunStatus, RunStopPublic
 from lamarck.api.text import ID_PATTERN, valid_id
@@ -24,7 +25,9 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Run
 from lamarck.platform.storage.repositories import NotFound
 
-router = APIRouter(prefix="/runs", tags=["runs"])
+router = APIRouter(
+    prefix="/runs", tags=["runs"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)]
+)
 
 RunId = Annotated[str, Path(pattern=ID_PATTERN, description="The run's id.")]
 ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (401, 403, 404, 409, 422)}

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from lamarck.api.deps import ContainerDep, ReadKey
-from lamarck.api.errors import ApiError, ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
+from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_name_cursor, name_cursor
 from lamarck.api.text import NUL_MESSAGE, has_nul
 from lamarck.curriculum.registry import list_environments
@@ -19,7 +20,7 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.skills_library.library import SkillLibrary
 from lamarck.skills_library.skill import SkillVersionView, SkillView
 
-router = APIRouter(tags=["skills"])
+router = APIRouter(tags=["skills"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)])
 
 SkillName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,200}$", description="The skill's name.")]
 ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (401, 403, 404, 422)}

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Query, Response
+from fastapi import APIRouter, Depends, Header, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
 from lamarck.api.deps import ContainerDep, ReadKey, RunnerDep, TasksKey
-from lamarck.api.errors import ApiError, ErrorResponse
+from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.keys import Principal
+from lamarck.api.query import known_query_only
 from lamarck.api.schemas import TERMINAL_TASK, TaskCreate, TaskPublic, TaskWaitCreate
 from lamarck.api.solving import TaskRequest, resolve
 from lamarck.api.task_runner import TaskRunner
@@ -19,7 +20,9 @@ from lamarck.platform.container import Container
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage.records import ApiTask
 
-router = APIRouter(prefix="/tasks", tags=["tasks"])
+router = APIRouter(
+    prefix="/tasks", tags=["tasks"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)]
+)
 
 DEFAULT_WAIT_SECONDS = 30.0
 TaskId = Annotated[str, Path(pattern=ID_PATTERN, description="The task's id, from its Location header.")]
