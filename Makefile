@@ -83,6 +83,7 @@ run: setup
 	$(VENV)/bin/lamarck models import-default
 	$(VENV)/bin/lamarck evolve --env arithmetic --generations 2 --batch 4 --samples 1
 	@echo "(the lamarck command is $(VENV)/bin/lamarck; see README.md for the rest)"
+	@echo "watch this run in the browser: $(VENV)/bin/lamarck keys create --scope read,runs, then $(VENV)/bin/lamarck serve and open http://127.0.0.1:8000/ui/ (sign in with the key)"
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

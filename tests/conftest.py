@@ -17,7 +17,7 @@ pytest_plugins = ["model_fixtures"]
 REPO_ROOT = Path(__file__).resolve().parents[1]
 POSTGRES_ADMIN_URL = os.environ.get("LAMARCK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("LAMARCK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-SERVICE_MARKS = ("postgres", "redis", "bubblewrap")
+SERVICE_MARKS = ("postgres", "redis", "bubblewrap", "chromium")
 
 _service_skips: list[str] = []
 
@@ -103,6 +103,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.redis)
         if "sandbox" in fixtures:
             item.add_marker(pytest.mark.bubblewrap)
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.chromium)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -112,7 +114,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _service_skips and os.environ.get("LAMARCK_FAIL_ON_SERVICE_SKIPS"):
-        print(f"\n{len(_service_skips)} tests that need PostgreSQL, Redis or bubblewrap were skipped; CI requires all:")
+        print(
+            f"\n{len(_service_skips)} tests that need PostgreSQL, Redis, bubblewrap or chromium were skipped; "
+            "CI requires all:"
+        )
         for nodeid in _service_skips:
             print(f"  {nodeid}")
         session.exitstatus = 1
