@@ -565,7 +565,5 @@ def event_position(session: Session, event_id: int) -> tuple[int, int]:
 
 def last_safe_event_id(session: Session) -> int:
     """The id of the last event a reader may deliver now (0 when there is none)."""
-    query = (
-        select(Event.id).where(Event.xid < safe_xid_horizon()).order_by(Event.xid.desc(), Event.id.desc()).limit(1)
-    )
+    query = select(Event.id).where(Event.xid < safe_xid_horizon()).order_by(Event.xid.desc(), Event.id.desc()).limit(1)
     return session.scalar(query) or 0
