@@ -1,15 +1,19 @@
 """What the harness-critic gains with the base model and no training: rounds on each environment within a budget,
 then report-slice success of the default and of the final harness.
 
-Per environment: harness-critic rounds (challengers from bootstrapped demonstrations, the knob search and the
-harness_critic model; champion/challenger on the development slice) until the minutes are spent. The default and
-the final harness are then scored as they run (their own sampling and samples per task, a task passing when half
-its samples pass) on the report slice, which no round ever sees. With no rollouts in between, the demonstrations
-source has nothing to draw from here; the knob search and the rewrite do the work.
-Writes benchmarks/results/bench_harness.json (top-level ``summary``:
-per environment ``default`` and ``final`` as fractions) and prints a table.
+Per environment: first a seeding phase (``--seed-minutes``, 0 to skip): the executor runs the default (student)
+harness on fresh training-seed tasks, drawn by the curriculum's training source and checked by the held-out leak
+check, and its attempts are recorded and verified as a run records them, so the bootstrapped-demonstrations source
+finds verified successes as it would after a run's rollouts. Then harness-critic rounds (challengers from
+bootstrapped demonstrations, the knob search and the harness_critic model; champion/challenger on the development
+slice) until the minutes are spent. The default and the final harness are then scored as they run (their own
+sampling and samples per task, a task passing when half its samples pass) on the report slice, which neither the
+seeding nor any round ever sees.
+Writes benchmarks/results/bench_harness.json (top-level ``summary``: per environment ``default`` and ``final`` as
+fractions; per environment the seeding's attempts and successes, and per round the challenger sources proposed)
+and prints a table.
 
-Run: .venv/bin/python benchmarks/bench_harness.py [--minutes 10] [--env arithmetic string_ops]
+Run: .venv/bin/python benchmarks/bench_harness.py [--minutes 10] [--seed-minutes 3] [--env arithmetic string_ops]
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ import argparse
 import json
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from lamarck.agents.demonstrations import verified_examples
 from lamarck.agents.evaluation import default_harness_for
+from lamarck.agents.executor import Executor
 from lamarck.agents.harness_archive import lineage_rows
-from lamarck.agents.harness_critic import dev_evaluator
+from lamarck.agents.harness_critic import HarnessCriticOutput, dev_evaluator
 from lamarck.agents.harness_round import current_harness, run_round
+from lamarck.agents.harness_seeding import seed_rollouts
 from lamarck.curriculum.heldout import report_set
 from lamarck.curriculum.registry import get_environment
 from lamarck.platform.container import Container
@@ -42,9 +50,43 @@ def report(container: Container, env_name: str, harness: Any, per_level: int) ->
     return {"score": sum(result.passed) / n, "n": n, "tokens_per_task": sum(result.tokens) / n}
 
 
+def seeding(container: Container, env_name: str, minutes: float, per_level: int) -> dict[str, Any]:
+    """Rollouts of the default harness on training tasks, recorded as a run records them; what they left for the
+    demonstrations source."""
+    env = get_environment(env_name, sandbox=container.sandbox)
+    executor = Executor(container.gateway, {env_name: env})
+    report = seed_rollouts(
+        container.db,
+        executor,
+        env,
+        default_harness_for(env),
+        model_version=DEFAULT_MODEL_VERSION,
+        seconds=minutes * 60,
+        per_level=per_level,
+    )
+    return {
+        **report.model_dump(exclude={"task_ids", "seeds", "environment"}),
+        "demonstrations_available": len(verified_examples(container.db, env_name)),
+    }
+
+
+def proposed_sources(out: HarnessCriticOutput) -> dict[str, dict[str, int]]:
+    """Per source, how many proposals were raced as challengers and how many were refused before racing."""
+    raced = Counter(challenger.source for challenger in out.challengers)
+    refused = Counter(rejected.source for rejected in out.invalid)
+    return {
+        source: {"challengers": raced[source], "invalid": refused[source]}
+        for source in ("demonstrations", "knobs", "rewrite")
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=10.0, help="rounds per environment until this is spent")
+    parser.add_argument(
+        "--seed-minutes", type=float, default=3.0, help="training-task rollouts per environment first (0: none)"
+    )
+    parser.add_argument("--seed-per-level", type=int, default=1, help="training tasks per level in a seeding batch")
     parser.add_argument("--env", nargs="+", default=["arithmetic", "string_ops"])
     parser.add_argument("--per-level", type=int, default=5, help="report-slice tasks per level")
     parser.add_argument("--dev-per-level", type=int, default=4, help="development-slice tasks per level")
@@ -53,6 +95,8 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / ".bench-harness"))
     parser.add_argument("--out", default=str(RESULTS / "bench_harness.json"))
     args = parser.parse_args()
+    if args.seed_minutes < 0 or args.seed_per_level < 1:
+        parser.error("--seed-minutes must be 0 or more (0 skips seeding) and --seed-per-level at least 1")
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
@@ -68,7 +112,14 @@ def main() -> None:
         env = get_environment(env_name, sandbox=container.sandbox)
         default = default_harness_for(env)
         before = report(container, env_name, default, args.per_level)
-        started, rounds = time.monotonic(), []
+        seeded = seeding(container, env_name, args.seed_minutes, args.seed_per_level)
+        print(
+            f"{env_name} seeding: {seeded['attempts']} attempts, {seeded['passed']} passed, "
+            f"{seeded['demonstrations_available']} demonstrations available",
+            flush=True,
+        )
+        started = time.monotonic()
+        rounds: list[dict[str, Any]] = []
         while time.monotonic() - started < args.minutes * 60:
             out = run_round(
                 container.db,
@@ -86,6 +137,7 @@ def main() -> None:
                     "promoted": out.promoted,
                     "challengers": len(out.challengers),
                     "invalid": len(out.invalid),
+                    "sources": proposed_sources(out),
                     "tasks_evaluated": out.tasks_evaluated,
                     "seconds": round(time.monotonic() - started, 1),
                 }
@@ -102,6 +154,7 @@ def main() -> None:
         summary[env_name] = {"default": before["score"], "final": after["score"]}
         details[env_name] = {
             "default": before,
+            "seeding": seeded,
             "final": {**after, "harness": final_id},
             "rounds": rounds,
             "lineage": lineage,
