@@ -3,8 +3,6 @@ diffs, and the skill library with code, in a real browser."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from playwright.sync_api import expect
 
 from api.test_harnesses import _archive
@@ -40,18 +38,24 @@ def test_the_lineage_tree_with_gate_results_and_a_confirmed_promotion(
     expect(page.locator("#gate-environments tbody tr")).to_contain_text("+0.400")
     screenshot(page, "ui-models")
 
-    dialogs: list[str] = []
-
-    def accept(dialog: Any) -> None:
-        dialogs.append(dialog.message)
-        dialog.accept()
-
-    page.on("dialog", accept)
     page.click("#promote")
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("h2")).to_have_text(f"Promote {CANDIDATE}?")
+    expect(dialog.locator("#confirm-changes")).to_contain_text(f"{CANDIDATE} becomes the champion in place of {BASE}")
+    expect(dialog.locator("#confirm-scope")).to_contain_text("every environment")
+    dialog.locator("#confirm-ok").click()
+    expect(dialog).to_have_count(0)
+    expect(page.locator("#message")).to_be_visible()
     expect(page.locator("#message")).to_contain_text(f"the champion is now {CANDIDATE}")
     expect(page.locator(f'#tree g.node.promoted[data-id="{CANDIDATE}"]')).to_have_count(1)
-    assert dialogs == [f"Promote {CANDIDATE}?"]
     expect(page.locator(f'#tree g.node[data-id="{GRANDCHILD}"]')).to_have_count(1)
+
+    page.click("#rollback")  # the promoted candidate is shown: rolling back restores the base
+    expect(dialog.locator("#confirm-changes")).to_contain_text(f"{BASE} becomes the champion again")
+    dialog.locator("#confirm-ok").click()
+    expect(page.locator("#message")).to_contain_text(f"Roll back the champion: the champion is now {BASE}")
+    expect(page.locator(f'#tree g.node.promoted[data-id="{BASE}"]')).to_have_count(1)
 
 
 def test_a_read_key_sees_the_lineage_without_the_controls(

@@ -1,4 +1,6 @@
 // Calls to the REST API on this origin. The browser's session cookie authenticates them; no key is ever held here.
+// Every call that gets no answer or a 5xx is announced on ``reachability`` ('down'), which connection.js turns into
+// the page's "API unreachable" banner and its retries.
 
 export class ApiFailure extends Error {
   constructor(status, code, message) {
@@ -7,9 +9,19 @@ export class ApiFailure extends Error {
     this.code = code;
   }
 
+  /** No answer, or a 5xx: the API is down or failing, and the same call may work later. */
   get unreachable() {
-    return this.status === 0 || this.status >= 502;
+    return this.status === 0 || this.status >= 500;
   }
+}
+
+export const reachability = new EventTarget();
+
+function failed(error) {
+  if (error.unreachable) {
+    reachability.dispatchEvent(new CustomEvent('down', { detail: error }));
+  }
+  return error;
 }
 
 /** Aborted on sign-out: every call and stream of the page stops, so none goes out without the session. */
@@ -23,7 +35,7 @@ async function send(path, options) {
     if (leaving.signal.aborted) {
       throw new ApiFailure(-1, 'signed_out', 'signed out');
     }
-    throw new ApiFailure(0, 'unreachable', 'The Lamarck server does not answer (is `lamarck serve` running?).');
+    throw failed(new ApiFailure(0, 'unreachable', 'The Lamarck server does not answer (is `lamarck serve` running?).'));
   }
   if (response.status === 204) {
     return null;
@@ -31,7 +43,7 @@ async function send(path, options) {
   const body = await response.json().catch(() => null);
   if (!response.ok) {
     const error = body?.error ?? {};
-    throw new ApiFailure(response.status, error.code ?? 'error', error.message ?? `HTTP ${response.status}`);
+    throw failed(new ApiFailure(response.status, error.code ?? 'error', error.message ?? `HTTP ${response.status}`));
   }
   return body;
 }

@@ -21,15 +21,9 @@ function overlay(runs, metrics) {
   };
 }
 
-async function main() {
-  if (!(await startPage())) {
-    return;
-  }
-  const ids = new URLSearchParams(window.location.search).getAll('run');
-  if (ids.length < 2) {
-    showMessage('Choose two runs to compare on the runs list.');
-    return;
-  }
+const ids = new URLSearchParams(window.location.search).getAll('run');
+
+async function show() {
   try {
     const runs = await Promise.all(ids.map((id) => getJson(`/v1/runs/${encodeURIComponent(id)}`)));
     const metrics = await Promise.all(ids.map((id) => getJson(`/v1/runs/${encodeURIComponent(id)}/metrics${query({ points: POINTS })}`)));
@@ -43,9 +37,20 @@ async function main() {
     if (error.status === 404 || error.status === 422) {
       showMessage(`One of the runs does not exist: ${error.message}`);
     } else {
-      reportFailure(error, 'loading the runs');
+      reportFailure(error, 'loading the runs', show);
     }
   }
+}
+
+async function main() {
+  if (!(await startPage())) {
+    return;
+  }
+  if (ids.length < 2) {
+    showMessage('Choose two runs to compare on the runs list.');
+    return;
+  }
+  await show();
 }
 
 await main();

@@ -104,16 +104,10 @@ function compared(comparison) {
         rows))));
 }
 
-async function main() {
-  if (!(await startPage())) {
-    return;
-  }
-  const id = param('id');
-  const other = param('compare');
-  if (!id) {
-    showMessage('No episode was given in the address: open one from a run’s page.');
-    return;
-  }
+const id = param('id');
+const other = param('compare');
+
+async function show() {
   try {
     if (other) {
       compared(await getJson(`/v1/episodes/compare${query({ a: id, b: other })}`));
@@ -125,9 +119,20 @@ async function main() {
     if (error.status === 404 || error.status === 422) {
       showMessage(`There is no episode ${other ? `"${id}" or "${other}"` : `"${id}"`}: check the address. ${error.message}`);
     } else {
-      reportFailure(error, 'loading the episode');
+      reportFailure(error, 'loading the episode', show);
     }
   }
+}
+
+async function main() {
+  if (!(await startPage())) {
+    return;
+  }
+  if (!id) {
+    showMessage('No episode was given in the address: open one from a run’s page.');
+    return;
+  }
+  await show();
 }
 
 await main();

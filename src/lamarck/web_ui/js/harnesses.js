@@ -1,9 +1,16 @@
 // An environment's harness archive as a lineage tree; a chosen version's rating and rationale with its diff against
-// its parent, and the diff between any two (the system prompt's lines, the changed knobs, the worked examples).
+// its parent, and the diff between any two (the system prompt's lines, the changed knobs, the worked examples); for a
+// key with the models scope, promote a version or roll the environment's harness back, each after a confirmation of
+// what changes (changes.js, as on the model page).
 import { getJson, query } from './api.js';
+import { applyChange } from './changes.js';
 import { byId, h, replace } from './dom.js';
 import { lineageTree } from './lineage.js';
-import { clearMessage, param, reportFailure, showMessage, startPage } from './page.js';
+import { can, clearMessage, param, reportFailure, showMessage, startPage } from './page.js';
+
+let session = null;
+let served = null; // the shown environment's served (promoted) harness
+let wanted = null; // the harness last asked for: a retry of an earlier click does not replace it
 
 async function archive(environment) {
   let found = [];
@@ -41,12 +48,48 @@ async function showDiff(a, b, target) {
   try {
     replace(target, diffView(await getJson(`/v1/harnesses/diff${query({ a, b })}`)));
   } catch (error) {
-    reportFailure(error, 'comparing the harnesses');
+    reportFailure(error, 'comparing the harnesses', () => showDiff(a, b, target));
   }
+}
+
+function scope(environment) {
+  return `the ${environment} environment only: the other environments keep their harnesses, and the model champion does not change.`;
+}
+
+function change(title, confirm, changes, environment, path, body) {
+  return applyChange({
+    title, confirm, changes, scope: scope(environment), path, body,
+    reload: (result) => load(result.environment, result.harness),
+    done: (result) => `${title}: ${result.environment} is now served with ${result.harness}.`,
+  });
+}
+
+function controls(harness) {
+  const environment = harness.environment;
+  if (!environment) {
+    return '';
+  }
+  if (!can(session, 'models')) {
+    return h('p', { class: 'muted' }, 'Promoting and rolling back need a key with the models scope.');
+  }
+  const previous = harness.scores?.previous ?? null;
+  const promote = h('button', { type: 'button', id: 'promote', disabled: harness.status === 'promoted' }, `Promote ${harness.id}`);
+  promote.addEventListener('click', () => change(`Promote harness ${harness.id}`, 'Promote', [
+    `${environment} is served with ${harness.id}${served ? ` instead of ${served}` : ''}.`,
+    served ? `${served} is retired and kept: rolling back ${environment}'s harness restores it.` : `${environment} has no served harness now.`,
+  ], environment, `/v1/harnesses/${encodeURIComponent(harness.id)}/promote`, { reason: 'promoted from the web UI' }));
+  const rollback = h('button', { type: 'button', id: 'rollback', disabled: harness.status !== 'promoted' || !previous },
+    `Roll back ${environment}'s harness`);
+  rollback.addEventListener('click', () => change(`Roll back ${environment}'s harness`, 'Roll back', [
+    `${environment} is served with ${previous} again: ${harness.id} replaced it.`,
+    `${harness.id} is retired and kept.`,
+  ], environment, '/v1/harnesses/rollback', { environment }));
+  return h('p', { class: 'toolbar' }, promote, rollback);
 }
 
 async function select(id) {
   const detail = byId('detail');
+  wanted = id;
   try {
     const harness = await getJson(`/v1/harnesses/${encodeURIComponent(id)}`);
     for (const node of document.querySelectorAll('#tree g.node')) {
@@ -56,7 +99,9 @@ async function select(id) {
     replace(detail,
       h('h2', {}, 'Harness ', h('code', {}, harness.id)),
       h('dl', {}, [['status', harness.status], ['rating', Math.round(harness.rating)], ['parent', harness.parent_id ?? '–'],
-        ['rationale', harness.rationale ?? '–'], ['judge', harness.flag || 'trusted']].flatMap(([n, v]) => [h('dt', {}, n), h('dd', {}, v)])),
+        ['replaced', harness.scores?.previous ?? '–'], ['rationale', harness.rationale ?? '–'], ['judge', harness.flag || 'trusted']]
+        .flatMap(([n, v]) => [h('dt', {}, n), h('dd', {}, v)])),
+      controls(harness),
       harness.parent_id ? [h('h2', {}, 'Against its parent'), against] : h('p', { class: 'muted' }, 'The root of this lineage.'));
     detail.hidden = false;
     byId('diff-a').value = harness.parent_id ?? harness.id;
@@ -65,7 +110,7 @@ async function select(id) {
       await showDiff(harness.parent_id, harness.id, against);
     }
   } catch (error) {
-    reportFailure(error, `loading harness ${id}`);
+    reportFailure(error, `loading harness ${id}`, () => wanted === id && select(id));
   }
 }
 
@@ -73,6 +118,8 @@ async function load(environment, chosen) {
   try {
     const found = await archive(environment);
     clearMessage();
+    byId('environment').value = environment;
+    served = found.find((harness) => harness.status === 'promoted')?.id ?? null;
     if (!found.length) {
       replace(byId('tree'), h('p', { class: 'muted' }, `No harness archived for ${environment} yet: the harness critic adds them.`));
       byId('detail').hidden = true;
@@ -83,14 +130,13 @@ async function load(environment, chosen) {
     const options = () => found.map((harness) => h('option', { value: harness.id }, `${harness.id} (${harness.status})`));
     replace(byId('diff-a'), options());
     replace(byId('diff-b'), options());
-    const served = found.find((harness) => harness.status === 'promoted');
-    await select(chosen ?? served?.id ?? found[0].id);
+    await select(chosen ?? served ?? found[0].id);
   } catch (error) {
-    reportFailure(error, 'loading the harnesses');
+    reportFailure(error, 'loading the harnesses', () => byId('environment').value === environment && load(environment, chosen));
   }
 }
 
-if (await startPage()) {
+async function start() {
   try {
     const catalog = await getJson('/v1/environments');
     const names = catalog.environments.map((e) => e.name);
@@ -100,12 +146,18 @@ if (await startPage()) {
     byId('environment').addEventListener('change', () => load(byId('environment').value));
     byId('diff').addEventListener('click', () => showDiff(byId('diff-a').value, byId('diff-b').value, byId('diff-view')));
     byId('harnesses').hidden = false;
-    await load(byId('environment').value, param('id'));
   } catch (error) {
-    if (error.status) {
-      reportFailure(error, 'loading the environments');
+    if (error.status !== undefined) {
+      reportFailure(error, 'loading the environments', start);
     } else {
       showMessage(error.message);
     }
+    return;
   }
+  await load(byId('environment').value, param('id'));
+}
+
+session = await startPage();
+if (session) {
+  await start();
 }

@@ -1,11 +1,16 @@
 // Model versions as a lineage tree; a version's gate result (wins, losses, p-value, per environment) beside it, with
-// promote and rollback for a key with the models scope, each after a confirmation.
-import { getJson, postJson, query } from './api.js';
+// promote and rollback for a key with the models scope, each after a confirmation of what changes (changes.js).
+import { getJson, query } from './api.js';
+import { applyChange } from './changes.js';
 import { byId, h, replace } from './dom.js';
 import { lineageTree } from './lineage.js';
 import { can, clearMessage, param, reportFailure, showMessage, startPage } from './page.js';
 
+// One champion answers every environment's tasks; each environment's harness is its own (see the harness page).
+const SCOPE = 'every environment: one champion model serves them all. Each environment keeps its harness.';
+
 let session = null;
+let champion = null;
 
 async function allVersions() {
   let versions = [];
@@ -47,17 +52,12 @@ function gateView(gate) {
   ];
 }
 
-async function act(label, path, body) {
-  if (!window.confirm(`${label}?`)) {
-    return;
-  }
-  try {
-    const change = await postJson(path, body);
-    showMessage(`${label}: the champion is now ${change.champion}.`, 'info');
-    await load(change.champion);
-  } catch (error) {
-    reportFailure(error, label.toLowerCase());
-  }
+function change(title, confirm, changes, path, body) {
+  return applyChange({
+    title, confirm, changes, scope: SCOPE, path, body,
+    reload: (result) => load(result.champion),
+    done: (result) => `${title}: the champion is now ${result.champion}.`,
+  });
 }
 
 function controls(model) {
@@ -65,9 +65,15 @@ function controls(model) {
     return h('p', { class: 'muted' }, 'Promoting and rolling back need a key with the models scope.');
   }
   const promote = h('button', { type: 'button', id: 'promote', disabled: model.status === 'promoted' }, `Promote ${model.id}`);
-  promote.addEventListener('click', () => act(`Promote ${model.id}`, `/v1/models/${encodeURIComponent(model.id)}/promote`, { reason: 'promoted from the web UI' }));
+  promote.addEventListener('click', () => change(`Promote ${model.id}`, 'Promote', [
+    `${model.id} becomes the champion${champion ? ` in place of ${champion}` : ''}.`,
+    champion ? `${champion} is retired and kept: rolling back the champion restores it.` : 'There is no champion now.',
+  ], `/v1/models/${encodeURIComponent(model.id)}/promote`, { reason: 'promoted from the web UI' }));
   const rollback = h('button', { type: 'button', id: 'rollback', disabled: model.status !== 'promoted' || !model.previous }, 'Roll back the champion');
-  rollback.addEventListener('click', () => act('Roll back the champion', '/v1/models/rollback'));
+  rollback.addEventListener('click', () => change('Roll back the champion', 'Roll back', [
+    `${model.previous} becomes the champion again: ${model.id} replaced it.`,
+    `${model.id} goes back to being a candidate.`,
+  ], '/v1/models/rollback'));
   return h('p', { class: 'toolbar' }, promote, rollback);
 }
 
@@ -89,7 +95,7 @@ async function select(id) {
       h('h2', {}, 'Gate'), gateView(model.gate), controls(model));
     detail.hidden = false;
   } catch (error) {
-    reportFailure(error, `loading version ${id}`);
+    reportFailure(error, `loading version ${id}`, () => select(id));
   }
 }
 
@@ -103,10 +109,10 @@ async function load(selectedId) {
     }
     replace(byId('tree'), lineageTree(versions, select));
     byId('models').hidden = false;
-    const champion = versions.find((v) => v.status === 'promoted');
-    await select(selectedId ?? champion?.id ?? versions[0].id);
+    champion = versions.find((v) => v.status === 'promoted')?.id ?? null;
+    await select(selectedId ?? champion ?? versions[0].id);
   } catch (error) {
-    reportFailure(error, 'loading the models');
+    reportFailure(error, 'loading the models', () => load(selectedId));
   }
 }
 

@@ -1,5 +1,7 @@
-// What every page shares: the signed-in state in the header, sign-out, and one place for messages.
+// What every page shares: the signed-in state in the header, sign-out, one place for messages, and the banner with
+// retries while the API is unreachable (connection.js).
 import { ApiFailure, deleteJson, getJson, leaving } from './api.js';
+import { connection } from './connection.js';
 import { byId, h, replace } from './dom.js';
 
 export function showMessage(text, kind = 'error') {
@@ -31,8 +33,11 @@ export function showSignedOut(expired) {
   replace(byId('session'), signInLink(expired));
 }
 
-/** Explains a failed call on the page; true when the caller should retry later (the server is unreachable). */
-export function reportFailure(error, what) {
+/** Explains a failed call on the page; true when the server is unreachable (no answer, or a 5xx). Then the banner
+ * says so, and ``retry`` (the call with its rendering), when given, runs again once the API is back, after a backoff,
+ * leaving the page as it is meanwhile; without ``retry`` (an action, not to be repeated unasked) the message says
+ * what was not done. */
+export function reportFailure(error, what, retry = null) {
   if (leaving.signal.aborted) {
     return false;
   }
@@ -44,6 +49,10 @@ export function reportFailure(error, what) {
     showSignedOut(true);
     return false;
   }
+  if (error.unreachable && retry !== null) {
+    connection.whenBack(retry);
+    return true;
+  }
   showMessage(`${what[0].toUpperCase()}${what.slice(1)}: ${error.message}`);
   return error.unreachable;
 }
@@ -51,11 +60,17 @@ export function reportFailure(error, what) {
 /** The session, shown in the header; null (with a sign-in message) when the visitor is not signed in. */
 export async function startPage() {
   let state;
-  try {
-    state = await getJson('/ui/session');
-  } catch (error) {
-    reportFailure(error, 'reaching the server');
-    return null;
+  for (;;) {
+    try {
+      state = await getJson('/ui/session');
+      break;
+    } catch (error) {
+      if (!(error instanceof ApiFailure) || !error.unreachable) {
+        reportFailure(error, 'reaching the server');
+        return null;
+      }
+      await connection.whenBack(); // the banner says why the page waits
+    }
   }
   if (!state.signed_in) {
     showSignedOut(state.expired);

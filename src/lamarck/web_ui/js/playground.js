@@ -7,9 +7,13 @@ import { can, reportFailure, startPage } from './page.js';
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
 async function fillChoices() {
-  const [catalog, models] = await Promise.all([getJson('/v1/environments'), getJson(`/v1/models${query({ limit: 200 })}`)]);
-  byId('environment').append(...catalog.environments.map((e) => h('option', { value: e.name }, e.name)));
-  byId('model').append(...models.models.map((m) => h('option', { value: m.id }, `${m.id} (${m.status})`)));
+  try {
+    const [catalog, models] = await Promise.all([getJson('/v1/environments'), getJson(`/v1/models${query({ limit: 200 })}`)]);
+    byId('environment').append(...catalog.environments.map((e) => h('option', { value: e.name }, e.name)));
+    byId('model').append(...models.models.map((m) => h('option', { value: m.id }, `${m.id} (${m.status})`)));
+  } catch (error) {
+    reportFailure(error, 'loading the environments and models', fillChoices);
+  }
 }
 
 function showTask(task) {
@@ -35,16 +39,21 @@ function showTask(task) {
   byId('result').hidden = false;
 }
 
+/** Polls the task until it ends; when the API goes away meanwhile, following resumes once it is back. */
 async function follow(id) {
   let wait = 300;
-  for (;;) {
-    const task = await getJson(`/v1/tasks/${encodeURIComponent(id)}`);
-    showTask(task);
-    if (TERMINAL.has(task.status)) {
-      return;
+  try {
+    for (;;) {
+      const task = await getJson(`/v1/tasks/${encodeURIComponent(id)}`);
+      showTask(task);
+      if (TERMINAL.has(task.status)) {
+        return;
+      }
+      await new Promise((resolve) => window.setTimeout(resolve, wait));
+      wait = Math.min(wait * 1.5, 3000);
     }
-    await new Promise((resolve) => window.setTimeout(resolve, wait));
-    wait = Math.min(wait * 1.5, 3000);
+  } catch (error) {
+    reportFailure(error, `following task ${id}`, () => follow(id));
   }
 }
 
@@ -74,11 +83,7 @@ async function submit(event) {
 
 const session = await startPage();
 if (session) {
-  try {
-    await fillChoices();
-  } catch (error) {
-    reportFailure(error, 'loading the environments and models');
-  }
+  await fillChoices();
   byId('task-form').hidden = false;
   byId('task-form').addEventListener('submit', submit);
   if (!can(session, 'tasks')) {

@@ -4,6 +4,7 @@
 import { getJson, postJson, query } from './api.js';
 import { Curve } from './curves.js';
 import { byId, h, replace } from './dom.js';
+import { COLUMNS, EpisodeSelection } from './episode_rows.js';
 import { Heatmap } from './heatmap.js';
 import { can, clearMessage, param, reportFailure, showMessage, showSignedOut, startPage } from './page.js';
 import { RunStream } from './stream.js';
@@ -20,10 +21,9 @@ const path = `/v1/runs/${encodeURIComponent(runId ?? '')}`;
 const successCurve = new Curve(byId('success-chart'), 'success', 'success rate');
 const rewardCurve = new Curve(byId('reward-chart'), 'reward', 'mean reward');
 const heatmap = new Heatmap({ table: 'heatmap', slider: 'generation-slider', label: 'generation-label' });
-const selected = new Set();
+const selection = new EpisodeSelection(byId('compare'));
 let session = null;
 let refreshTimer = null;
-let retryDelay = 1000;
 let episodeCursor = null;
 
 function showRun(run) {
@@ -57,30 +57,6 @@ function showBudget(run, generations) {
   replace(byId('budget'), parts.join(' · '));
 }
 
-function episodeRow(episode) {
-  const box = h('input', { type: 'checkbox', 'aria-label': `select episode ${episode.id}` });
-  box.checked = selected.has(episode.id);
-  box.addEventListener('change', () => {
-    if (box.checked) {
-      selected.add(episode.id);
-    } else {
-      selected.delete(episode.id);
-    }
-    const [a, b] = [...selected];
-    const link = byId('compare');
-    link.hidden = selected.size !== 2;
-    if (selected.size === 2) {
-      link.href = `episode.html${query({ id: a, compare: b })}`;
-    }
-  });
-  return h('tr', {},
-    h('td', {}, box),
-    h('td', {}, h('a', { href: `episode.html${query({ id: episode.id })}` }, episode.id)),
-    h('td', {}, episode.generation ?? ''),
-    h('td', {}, `${episode.environment} d${episode.difficulty}`),
-    h('td', {}, h('span', { class: `status ${episode.outcome}` }, episode.outcome)));
-}
-
 function episodeQuery(cursor) {
   return query({
     limit: 15,
@@ -95,12 +71,12 @@ function episodeQuery(cursor) {
 function showEpisodes(page, append) {
   const body = byId('episodes').tBodies[0];
   if (append) {
-    body.append(...page.episodes.map(episodeRow));
+    body.append(...page.episodes.map((episode) => selection.row(episode)));
   } else {
-    replace(body, page.episodes.map(episodeRow));
+    replace(body, page.episodes.map((episode) => selection.row(episode)));
   }
   if (!body.rows.length) {
-    replace(body, h('tr', {}, h('td', { colspan: 5, class: 'muted' }, 'No episodes match.')));
+    replace(body, h('tr', {}, h('td', { colspan: COLUMNS, class: 'muted' }, 'No episodes match.')));
   }
   episodeCursor = page.next_cursor;
   byId('more-episodes').hidden = !episodeCursor;
@@ -114,13 +90,27 @@ async function loadEpisodes(append) {
   }
 }
 
+/** The whole list (episodes.html, virtualized) with the same filters. */
+function linkAllEpisodes() {
+  byId('all-episodes').href = `episodes.html${query({
+    run: runId,
+    outcome: byId('filter-outcome').value,
+    environment: byId('filter-environment').value,
+    generation: byId('filter-generation').value,
+  })}`;
+}
+
 function wireEpisodeFilters(run) {
   const environments = Array.isArray(run.config?.environments) ? run.config.environments : [];
   byId('filter-environment').append(...environments.map((name) => h('option', { value: name }, name)));
   for (const id of ['filter-outcome', 'filter-environment', 'filter-generation']) {
-    byId(id).addEventListener('change', () => loadEpisodes(false));
+    byId(id).addEventListener('change', () => {
+      linkAllEpisodes();
+      loadEpisodes(false);
+    });
   }
   byId('more-episodes').addEventListener('click', () => loadEpisodes(true));
+  linkAllEpisodes();
 }
 
 async function refresh() {
@@ -133,7 +123,6 @@ async function refresh() {
       getJson(`${path}/episodes${episodeQuery(null)}`),
     ]);
     clearMessage();
-    retryDelay = 1000;
     showRun(run);
     showBudget(run, generations);
     successCurve.update(metrics);
@@ -141,10 +130,7 @@ async function refresh() {
     heatmap.update(capability);
     showEpisodes(episodes, false);
   } catch (error) {
-    if (reportFailure(error, 'refreshing the run')) {
-      scheduleRefresh(retryDelay);
-      retryDelay = Math.min(retryDelay * 2, 30000);
-    }
+    reportFailure(error, 'refreshing the run', refresh); // unreachable: refreshed again once the API is back
   }
 }
 
@@ -220,31 +206,38 @@ async function main() {
     showMessage('No run was given in the address: open one from the runs list.');
     return;
   }
+  await openRun();
+}
+
+/** The run, its controls and its event stream; tried again (with the banner up) while the API is unreachable. */
+async function openRun() {
   let run;
+  let catalog;
+  let past;
+  let types;
   try {
     run = await getJson(path);
+    [catalog, past, types] = await Promise.all([getJson('/v1/environments'), history(), getJson('/ui/event-types')]);
   } catch (error) {
     if (error.status === 404 || error.status === 422) {
       showMessage(`There is no run "${runId}": check the address, or pick a run from the runs list.`);
     } else {
-      reportFailure(error, 'loading the run');
+      reportFailure(error, 'loading the run', openRun);
     }
     return;
   }
   showRun(run);
-  const catalog = await getJson('/v1/environments').catch(() => ({ environments: [] }));
   heatmap.setLadders(catalog.environments, run.config?.environments ?? []);
   byId('run').hidden = false;
   wireEpisodeFilters(run);
   byId('stop').addEventListener('click', () => control('stop'));
   byId('resume').addEventListener('click', () => control('resume'));
-  const [past] = await Promise.all([history().catch(() => ({ events: [], after: 0 })), refresh()]);
   past.events.forEach((event) => addToTicker(byId('ticker'), event));
   if (past.events.length) {
     replace(byId('current-step'), line(past.events.at(-1)));
   }
-  const types = await getJson('/ui/event-types').catch(() => []);
   new RunStream({ runId, types, onEvent, onState: onStreamState, after: past.after }).open();
+  await refresh();
 }
 
 await main();

@@ -48,9 +48,7 @@ async function loadPage() {
       showMessage('No runs yet: start one with `lamarck evolve` or POST /v1/runs.', 'info');
     }
   } catch (error) {
-    if (reportFailure(error, 'loading the runs')) {
-      window.setTimeout(loadPage, 5000);
-    }
+    reportFailure(error, 'loading the runs', loadPage);
   }
 }
 

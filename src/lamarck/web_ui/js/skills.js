@@ -40,7 +40,7 @@ async function show(name) {
     if (error.status === 404 || error.status === 422) {
       showMessage(`There is no skill "${name}": pick one from the list.`);
     } else {
-      reportFailure(error, `loading skill ${name}`);
+      reportFailure(error, `loading skill ${name}`, () => show(name));
     }
   }
 }
@@ -57,7 +57,7 @@ async function loadPage() {
       showMessage('No skills yet: the loop adds verified skills as it works, or add one with `lamarck skills add`.', 'info');
     }
   } catch (error) {
-    reportFailure(error, 'loading the skills');
+    reportFailure(error, 'loading the skills', loadPage);
   }
 }
 
@@ -71,7 +71,7 @@ async function findLessons(event) {
     replace(byId('lessons').tBodies[0], rows.length ? rows : h('tr', {}, h('td', { colspan: 5, class: 'muted' }, 'No lessons yet.')));
     byId('lessons').hidden = false;
   } catch (error) {
-    reportFailure(error, 'searching the lessons');
+    reportFailure(error, 'searching the lessons', () => findLessons(event));
   }
 }
 

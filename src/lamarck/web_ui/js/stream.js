@@ -1,9 +1,9 @@
 // A run's events over server-sent events. EventSource resends Last-Event-ID itself while it retries; when it gives
 // up (the server answered with an error, or went away), this opens a new stream after the last id it saw, waiting
-// longer each time (1 s doubling to 30 s), and says so through onState, so no event is lost or shown twice.
-import { getJson, leaving, query } from './api.js';
-
-const MAX_BACKOFF_MS = 30000;
+// longer each time (connection.js's Backoff: 1 s doubling to 30 s) or until the page's connection sees the API
+// back, whichever is first, and says so through onState, so no event is lost or shown twice.
+import { ApiFailure, getJson, leaving, query } from './api.js';
+import { Backoff, connection } from './connection.js';
 
 export class RunStream {
   constructor({ runId, types, onEvent, onState, after = 0 }) {
@@ -12,7 +12,7 @@ export class RunStream {
     this.onEvent = onEvent;
     this.onState = onState;
     this.lastId = after;
-    this.backoff = 1000;
+    this.backoff = new Backoff();
     this.source = null;
     this.timer = null;
     leaving.signal.addEventListener('abort', () => this.close());
@@ -27,7 +27,7 @@ export class RunStream {
     const source = new EventSource(url);
     this.source = source;
     source.addEventListener('open', () => {
-      this.backoff = 1000;
+      this.backoff.reset();
       this.onState('live');
     });
     for (const type of this.types) {
@@ -51,15 +51,26 @@ export class RunStream {
     }
     source.close();
     this.source = null;
-    const session = await getJson('/ui/session').catch(() => null);
-    if (session && !session.signed_in) {
+    const session = await getJson('/ui/session').catch((error) => error);
+    if (session && session.signed_in === false) {
       this.onState('signed-out');
       return;
     }
-    const wait = this.backoff;
-    this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS);
+    const wait = this.backoff.next();
     this.onState('reconnecting', wait);
-    this.timer = window.setTimeout(() => this.open(), wait);
+    this.timer = window.setTimeout(() => this.reopen(), wait);
+    if (session instanceof ApiFailure && session.unreachable) {
+      connection.whenBack().then(() => this.reopen()); // the banner is up: reopen as soon as the API answers
+    }
+  }
+
+  reopen() {
+    if (this.source !== null || leaving.signal.aborted) {
+      return;
+    }
+    window.clearTimeout(this.timer);
+    this.timer = null;
+    this.open();
   }
 
   close() {
