@@ -1,5 +1,6 @@
-"""Per-key rate limits (429 with Retry-After, other keys unaffected, tokens refilled with time) and CORS (closed by
-default, open to allow-listed origins only)."""
+"""Per-key rate limits in memory (429 with Retry-After, other keys unaffected, tokens refilled with time; the Redis
+limiter and the conformance suite both meet are in test_rate_limit_backends.py) and CORS (closed by default, open to
+allow-listed origins only)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 
 from lamarck.api.app import create_app
 from lamarck.api.keys import Scope, create_key
-from lamarck.api.rate_limit import RateLimiter
+from lamarck.api.rate_limit import MemoryRateLimiter
 from lamarck.platform.container import Container
 from lamarck.platform.settings import ApiSettings
 from lamarck.platform.storage import repositories as repo
@@ -38,7 +39,7 @@ def _header(container: Container) -> dict[str, str]:
 
 def test_over_the_burst_is_429_with_retry_after_per_key(limited: TestClient, container: Container) -> None:
     now = [100.0]
-    limiter: RateLimiter = limited.app.state.rate_limiter  # type: ignore[attr-defined]
+    limiter: MemoryRateLimiter = limited.app.state.rate_limiter  # type: ignore[attr-defined]
     limiter.clock = lambda: now[0]
     first, second = _header(container), _header(container)
     assert [limited.get("/v1/info", headers=first).status_code for _ in range(2)] == [200, 200]
@@ -108,5 +109,5 @@ def test_a_cors_origin_must_be_exact(origin: str) -> None:
 def test_rate_limit_settings_are_bounded() -> None:
     with pytest.raises(ValidationError):
         ApiSettings(rate_limit_per_second=-1)
-    assert RateLimiter(0).take("k") == 0.0 and not RateLimiter(0).enabled
-    assert RateLimiter(3).burst == 3.0
+    assert MemoryRateLimiter(0).take("k").allowed and not MemoryRateLimiter(0).enabled
+    assert MemoryRateLimiter(3).burst == 3.0

@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lamarck.api.errors import ApiError
 from lamarck.api.keys import Principal, Scope, authenticate
-from lamarck.api.rate_limit import RateLimiter, retry_after
+from lamarck.api.rate_limit import RateLimiter, RateLimiterUnavailable, retry_after
 from lamarck.api.run_launcher import Launcher
 from lamarck.api.session import COOKIE, SAFE_METHODS, SessionStore, key_still_valid, same_origin
 from lamarck.api.task_runner import TaskRunner
@@ -109,13 +109,17 @@ async def auth_failure(request: Request) -> ApiError | None:
 def require(scope: Scope) -> Callable[[Request, Principal], Principal]:
     def check(request: Request, principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
         limiter: RateLimiter = request.app.state.rate_limiter
-        wait = limiter.take(principal.key_id)
-        if wait > 0:
+        try:
+            decision = limiter.take(principal.key_id)
+        except RateLimiterUnavailable as exc:
+            raise ApiError(503, str(exc), code="service_unavailable", headers={"Retry-After": "1"}) from None
+        if not decision.allowed:
+            wait = retry_after(decision.retry_after)
             raise ApiError(
                 429,
-                f"this API key is over {limiter.rate:g} requests a second: retry after {retry_after(wait)} s",
+                f"this API key is over {limiter.rate:g} requests a second: retry after {wait} s",
                 code="rate_limited",
-                headers={"Retry-After": retry_after(wait)},
+                headers={"Retry-After": wait},
             )
         if not principal.allows(scope):
             raise ApiError(

@@ -123,10 +123,12 @@ class ApiSettings(BaseModel):
     max_body_bytes: int = Field(1_000_000, ge=1024)  # larger request bodies get 413, chunked ones too
     task_workers: int = Field(2, ge=1, le=64)  # tasks solved at once (embedded mode: threads of the API process)
     sse_poll_seconds: float = Field(0.5, gt=0.0, le=30.0)  # how often an event stream looks for new events
-    # Per key, a token bucket in the server's memory (each process its own): requests a second, and how many may
-    # come at once; 0 turns the limit off. Over it, 429 with Retry-After.
+    # Per key, a token bucket: requests a second, and how many may come at once; 0 turns the limit off. Over it,
+    # 429 with Retry-After. The buckets live in the server's memory in embedded mode, in Redis (shared by every API
+    # process) when rate_limit_redis_url names one or the platform runs distributed (then the broker's Redis).
     rate_limit_per_second: float = Field(0.0, ge=0.0, le=100_000.0)
     rate_limit_burst: int = Field(0, ge=0, le=1_000_000)  # 0: one second's worth of requests
+    rate_limit_redis_url: str | None = None  # e.g. "redis://127.0.0.1:6379/0"
     # Browser origins allowed to call the API (e.g. "https://ui.example.org"); empty: no cross-origin access.
     cors_origins: list[str] = Field(default_factory=list)
 
@@ -139,6 +141,13 @@ class ApiSettings(BaseModel):
                     f"CORS origin {origin!r} must be an exact origin like https://ui.example.org[:port], no path or *"
                 )
         return origins
+
+    @field_validator("rate_limit_redis_url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must be a Redis URL such as redis://127.0.0.1:6379/0 (redis://, rediss:// or unix://)")
+        return url
 
 
 class ApprovalSettings(BaseModel):
