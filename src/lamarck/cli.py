@@ -13,6 +13,7 @@ from rich.table import Table
 from lamarck.commands.api import keys_app, serve_command
 from lamarck.commands.approvals import app as approvals_app
 from lamarck.commands.common import UserError, console, container_from_settings, err, run_guarded
+from lamarck.commands.critic import app as critic_app
 from lamarck.commands.curriculum import curriculum_app, envs_app
 from lamarck.commands.evolve import eval_command, evolve, runs_app
 from lamarck.commands.harness import app as harness_app
@@ -39,6 +40,7 @@ app.command("eval")(eval_command)
 app.command("serve")(serve_command)
 app.add_typer(keys_app, name="keys")
 app.add_typer(approvals_app, name="approvals")
+app.add_typer(critic_app, name="critic")
 app.command("solve")(solve_command)
 
 

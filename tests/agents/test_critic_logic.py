@@ -71,6 +71,7 @@ def test_verifier_overrides_a_judge_that_claims_success(sqlite_db: Database) -> 
         )
     verdict = out.verdicts[0]
     assert (verdict.passed, verdict.reward, verdict.source, verdict.judge_passed) == (False, 0.0, "both", True)
+    assert (verdict.verifier_passed, verdict.agree) == (False, False)
     with sqlite_db.session() as session:
         assert repo.get_episode(session, episode_id=verdict.episode_id).outcome == "failed"
         assert judge_agreement(session) == [

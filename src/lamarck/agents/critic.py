@@ -3,8 +3,13 @@
 Ground truth wins. Where the task's environment can verify the answer, the verifier
 decides pass/fail and the reward; the LLM judge (role ``critic``) only adds a process
 critique — the first wrong step and what should have been done — and a short lesson.
-A judge that claims success on a wrong answer changes nothing but the agreement
-statistic. Only tasks without a verifier take the judge's verdict, marked as such.
+The judge is blind: its prompt holds the task and the attempt, never the verifier's
+result, so it rules on its own; its verdict is then compared with the verifier's and
+both are recorded on the verdict with whether they agree (``critic_stats``). A judge
+that claims success on a wrong answer changes nothing but that statistic. Only tasks
+without a verifier take the judge's verdict, marked as such.
+Repairs are shown the critic's first wrong step and a hint, never the expected answer
+(``critic_repair``), and are marked as their own source of training rows.
 Reviewing an episode twice returns the first verdict, so a resumed run never doubles work.
 The judge's lessons are embedded together, in one call per review, then stored in order.
 """
@@ -21,14 +26,17 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from lamarck.agents.critic_repair import first_step_sentence, repair_hint, repair_prompt
+from lamarck.agents.critic_repair import repaired_trajectory as build_repaired_trajectory
+from lamarck.agents.critic_stats import critic_stats
 from lamarck.agents.harness import load_prompt
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec
 from lamarck.memory.base import Embedding, MemoryStoreError
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
-from lamarck.platform.storage.records import Episode, Verdict
-from lamarck.platform.storage.trajectory import Message, Trajectory
+from lamarck.platform.storage.records import Verdict
+from lamarck.platform.storage.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from lamarck.memory.lessons import LessonStore
@@ -72,6 +80,8 @@ class VerdictSummary(BaseModel):
     source: str
     critique: str | None = None
     judge_passed: bool | None = None
+    verifier_passed: bool | None = None
+    agree: bool | None = None  # judge and verifier gave the same verdict (None unless both gave one)
     lesson_id: str | None = None
     repaired_episode_id: str | None = None
     details: str = ""
@@ -108,8 +118,8 @@ class Critic:
         with self.db.session() as session:
             done = _existing_verdicts(session, [e.episode_id for e in request.episodes])
         pending = [e for e in request.episodes if e.episode_id not in done]
+        judges = self._judge_all(pending, request) if request.judge else {}  # blind: rules before any verifier
         rewards = {e.episode_id: self._verify(e) for e in pending}
-        judges = self._judge_all(pending, rewards, request) if request.judge else {}
         repairs = self._repair_all(pending, rewards, judges, request) if request.repair else {}
         vectors = self._lesson_vectors(pending, judges)
         for episode in request.episodes:
@@ -135,14 +145,12 @@ class Critic:
             log.warning("lessons not embedded together: %s", exc)
             return {}
 
-    def _judge_all(
-        self, episodes: list[EpisodeForReview], rewards: dict[str, Reward | None], request: CriticInput
-    ) -> dict[str, JudgeReply | None]:
+    def _judge_all(self, episodes: list[EpisodeForReview], request: CriticInput) -> dict[str, JudgeReply | None]:
         """All judge calls at once, so the model server batches them."""
         if self.gateway is None or not episodes:
             return {}
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            replies = pool.map(lambda e: self._judge(e, rewards[e.episode_id], request.run_id), episodes)
+            replies = pool.map(lambda e: self._judge(e, request.run_id), episodes)
             return {e.episode_id: reply for e, reply in zip(episodes, replies, strict=True)}
 
     def _repair_all(
@@ -158,7 +166,7 @@ class Critic:
 
         def repair(episode: EpisodeForReview) -> Trajectory | None:
             judge = judges.get(episode.episode_id)
-            return self._repair(episode, rewards[episode.episode_id], judge.lesson if judge else None, request.run_id)
+            return self._repair(episode, judge.first_error if judge else None, request.run_id)
 
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
             return {e.episode_id: t for e, t in zip(failed, pool.map(repair, failed), strict=True)}
@@ -176,41 +184,18 @@ class Critic:
             log.exception("verifier of %s failed on episode %s", env.name, episode.episode_id)
             return Reward.fail(f"verifier error: {type(exc).__name__}: {exc}")
 
-    def _judge(self, episode: EpisodeForReview, reward: Reward | None, run_id: str | None) -> JudgeReply | None:
+    def _judge(self, episode: EpisodeForReview, run_id: str | None) -> JudgeReply | None:
         assert self.gateway is not None
-        if reward is None:
-            verdict_text = "there is no checker for this task; decide yourself whether the answer is right."
-        elif reward.passed:
-            verdict_text = f"PASSED ({reward.details})."
-        else:
-            verdict_text = f"FAILED ({reward.details})."
-        prompt = load_prompt("critic_judge.md").format(
-            verifier=verdict_text, task=episode.task.prompt, attempt=render_attempt(episode)
-        )
-        try:
-            text = self.gateway.complete(
-                "critic",
-                [{"role": "user", "content": prompt}],
-                max_tokens=JUDGE_TOKENS,
-                run_id=run_id,
-                episode_id=episode.episode_id,
-            ).text
-        except GatewayError as exc:
-            log.warning("judge unavailable for episode %s: %s", episode.episode_id, exc)
-            return None
-        return parse_judge(text)
+        return judge_attempt(self.gateway, episode, run_id=run_id)
 
-    def _repair(
-        self, episode: EpisodeForReview, reward: Reward | None, lesson: str | None, run_id: str | None
-    ) -> Trajectory | None:
-        """A corrected trajectory that passes the verifier, or None. The hint is left out of what is kept."""
-        assert self.gateway is not None and reward is not None
+    def _repair(self, episode: EpisodeForReview, first_error: str | None, run_id: str | None) -> Trajectory | None:
+        """A corrected trajectory that passes the verifier, or None. The repair is shown the critic's first wrong
+        step and the environment's hint, never the expected answer or the verifier's feedback (which names it)."""
+        assert self.gateway is not None
         env = self.environments[episode.task.environment]
-        prompt = load_prompt("critic_repair.md").format(
-            feedback=reward.details,
-            lesson=f"A useful tip: {lesson}\n" if lesson else "",
-            task=episode.task.prompt,
-            answer_format=env.answer_format,
+        hint = repair_hint(env, episode.task)
+        prompt = repair_prompt(
+            episode.task, first_step_sentence(episode.trajectory.messages, first_error), hint, env.answer_format
         )
         try:
             text = self.gateway.complete(
@@ -227,10 +212,7 @@ class Critic:
                 return None
         except Exception:
             return None
-        opening = [m for m in episode.trajectory.messages[:2] if m.role in ("system", "user")]
-        if not opening:
-            opening = [Message(role="user", content=episode.task.prompt)]
-        return Trajectory(messages=[*opening, Message(role="assistant", content=text, meta={"repaired": True})])
+        return build_repaired_trajectory(episode.task, episode.trajectory, text, hint)
 
     def _record(
         self,
@@ -244,6 +226,9 @@ class Critic:
         if judge is not None and not judge.well_formed:
             output.judge_malformed += 1
         judged = judge is not None and judge.well_formed
+        judge_passed = judge.passed if judged and judge is not None else None
+        verifier_passed = reward.passed if reward is not None else None
+        agree = None if judge_passed is None or verifier_passed is None else judge_passed == verifier_passed
         if reward is not None:
             passed, score, details = reward.passed, reward.score, reward.details
             source = "both" if judged else "verifier"
@@ -287,11 +272,17 @@ class Critic:
                 passed=passed,
                 source=source,
                 critique=critique,
-                judge_passed=judge.passed if judged and judge is not None else None,
+                judge_passed=judge_passed,
                 critic_model=self.gateway.route("critic").model if self.gateway is not None else None,
                 lesson_id=lesson_id,
                 repaired_episode_id=repaired_id,
-                details={"verifier": details, "first_error": judge.first_error if judge else None},
+                details={
+                    "verifier": details,
+                    "first_error": judge.first_error if judge else None,
+                    "judge_blind": judge is not None,  # the judge never sees the verifier's result
+                    "verifier_passed": verifier_passed,
+                    "agree": agree,
+                },
             )
         return VerdictSummary(
             episode_id=episode.episode_id,
@@ -299,7 +290,9 @@ class Critic:
             reward=score,
             source=source,
             critique=critique,
-            judge_passed=judge.passed if judged and judge is not None else None,
+            judge_passed=judge_passed,
+            verifier_passed=verifier_passed,
+            agree=agree,
             lesson_id=lesson_id,
             repaired_episode_id=repaired_id,
             details=details,
@@ -353,10 +346,37 @@ def parse_judge(text: str) -> JudgeReply:
     )
 
 
+def judge_prompt(episode: EpisodeForReview) -> str:
+    """The blind judge's prompt: the task and the attempt, nothing the verifier said."""
+    return load_prompt("critic_judge.md").format(task=episode.task.prompt, attempt=render_attempt(episode))
+
+
+def judge_attempt(
+    gateway: LLMGateway, episode: EpisodeForReview, *, run_id: str | None = None, linked: bool = True
+) -> JudgeReply | None:
+    """The judge's own ruling on one attempt (role ``critic``), or None when the model cannot be reached. ``linked``
+    records the call against the episode (off for attempts that are not stored episodes, such as probes)."""
+    try:
+        text = gateway.complete(
+            "critic",
+            [{"role": "user", "content": judge_prompt(episode)}],
+            max_tokens=JUDGE_TOKENS,
+            run_id=run_id,
+            episode_id=episode.episode_id if linked else None,
+        ).text
+    except GatewayError as exc:
+        log.warning("judge unavailable for episode %s: %s", episode.episode_id, exc)
+        return None
+    return parse_judge(text)
+
+
 def render_attempt(episode: EpisodeForReview) -> str:
+    """The attempt as numbered steps (the model's own replies; the harness's worked examples are not steps)."""
     lines = []
     step = 0
     for message in episode.trajectory.messages:
+        if message.meta.get("few_shot"):
+            continue
         if message.role == "assistant":
             step += 1
             lines.append(f"Step {step}: {message.content or ''}")
@@ -375,18 +395,12 @@ def render_attempt(episode: EpisodeForReview) -> str:
 
 
 def judge_agreement(session: Session) -> list[dict[str, object]]:
-    """How often the judge agreed with the verifier, per critic model and harness version."""
-    rows = session.execute(
-        select(Verdict.critic_model, Episode.harness_version, Verdict.judge_passed, Verdict.passed)
-        .join(Episode, Episode.id == Verdict.episode_id)
-        .where(Verdict.source == "both", Verdict.judge_passed.is_not(None))
-    ).all()
-    groups: dict[tuple[str | None, str | None], list[bool]] = {}
-    for model, harness, judge_passed, passed in rows:
-        groups.setdefault((model, harness), []).append(judge_passed == passed)
+    """How often the judge agreed with the verifier, per critic model and harness version, over every judged verdict
+    (those from before the judge was blind too); ``critic_stats`` has the blind verdicts' agreement, precision and
+    recall."""
     return [
-        {"critic_model": model, "harness_version": harness, "n": len(agree), "agreement": sum(agree) / len(agree)}
-        for (model, harness), agree in sorted(groups.items(), key=lambda item: (str(item[0][0]), str(item[0][1])))
+        {"critic_model": g.critic_model, "harness_version": g.harness_version, "n": g.judged, "agreement": g.agreement}
+        for g in critic_stats(session, include_unblinded=True).groups
     ]
 
 
@@ -402,6 +416,8 @@ def _existing_verdicts(session: Session, episode_ids: Sequence[str]) -> dict[str
             source=verdict.source,
             critique=verdict.critique,
             judge_passed=verdict.judge_passed,
+            verifier_passed=(verdict.details or {}).get("verifier_passed"),
+            agree=(verdict.details or {}).get("agree"),
             lesson_id=verdict.lesson_id,
             repaired_episode_id=verdict.repaired_episode_id,
             details=str((verdict.details or {}).get("verifier", "")),

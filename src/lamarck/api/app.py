@@ -13,9 +13,10 @@ from lamarck.api import errors, ui
 from lamarck.api.cors import ShapedCORS
 from lamarck.api.deps import auth_failure
 from lamarck.api.limits import BodyLimit
-from lamarck.api.rate_limit import RateLimiter
+from lamarck.api.rate_limit import open_rate_limiter
 from lamarck.api.routes import approvals as approval_routes
 from lamarck.api.routes import catalog, episodes, events, harnesses, health, metrics, models, runs, skills, tasks
+from lamarck.api.routes import critic as critic_routes
 from lamarck.api.run_launcher import Launcher, process_launcher
 from lamarck.api.task_runner import TaskRunner
 from lamarck.platform.container import Container
@@ -29,9 +30,12 @@ DESCRIPTION = (
 
 
 def create_app(container: Container, *, runner: TaskRunner | None = None, launcher: Launcher | None = None) -> FastAPI:
-    """The app; it owns ``runner`` (by default a pool of ``api.task_workers`` threads) and shuts it down on exit,
-    but not the container, which its creator closes. ``launcher`` starts runs (by default in processes of their own)."""
+    """The app; it owns ``runner`` (by default a pool of ``api.task_workers`` threads) and its rate limiter (in
+    memory, or Redis when distributed: ``rate_limit.open_rate_limiter``) and closes them on exit, but not the
+    container, which its creator closes. ``launcher`` starts runs (by default in processes of their own). Raises
+    SettingsError (one line) when the rate limits' Redis does not answer."""
     settings = container.settings.api
+    rate_limiter = open_rate_limiter(container.settings)  # first: an unreachable Redis fails here, one line
     task_runner = runner or TaskRunner(container, workers=settings.task_workers)
 
     @asynccontextmanager
@@ -40,6 +44,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
             await run_in_threadpool(_fail_orphans, container)
         yield
         task_runner.shutdown()
+        rate_limiter.close()
 
     app = FastAPI(
         title="Lamarck",
@@ -53,7 +58,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
     app.state.runner = task_runner
     app.state.launcher = launcher or process_launcher(container.settings.data_dir / "logs")
     errors.install(app, auth_first=auth_failure)
-    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+    app.state.rate_limiter = rate_limiter
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:  # added last, so it answers preflights and marks every response, errors included
         app.add_middleware(
@@ -67,6 +72,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
     for module in (health, tasks, events, runs, metrics, episodes, models, harnesses, skills, catalog):
         app.include_router(module.router, prefix="/v1")
     app.include_router(approval_routes.router, prefix="/v1")
+    app.include_router(critic_routes.router, prefix="/v1")
     ui.install(app)
     return app
 
