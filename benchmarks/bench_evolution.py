@@ -61,6 +61,7 @@ def make_container(args: argparse.Namespace) -> Container:
         gate_environments=args.gate_envs,
         gate_looks=args.gate_looks,
         gate_focus_per_level=args.gate_focus,
+        gate_harm_alpha=args.gate_harm_alpha,
     )
     settings = Settings(data_dir=work, training=training)
     container = Container(settings)
@@ -428,6 +429,12 @@ def main() -> None:
         type=int,
         default=TrainingSettings().gate_focus_per_level,
         help="gate tasks per level the candidate trained on",
+    )
+    parser.add_argument(
+        "--gate-harm-alpha",
+        type=float,
+        default=TrainingSettings().gate_harm_alpha,
+        help="significance of the harm test that guards the gate's other environments",
     )
     parser.add_argument("--train-batch", type=int, default=4)
     parser.add_argument("--rank", type=int, default=16)

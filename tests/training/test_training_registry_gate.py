@@ -12,7 +12,7 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Evaluation
 from lamarck.training import registry
-from lamarck.training.gate import decide, run_gate, sign_test_p
+from lamarck.training.gate import decide, harm_power, run_gate, sign_test_p
 
 
 def _candidate(db: Database, name: str, parent: str = "smollm2-135m") -> None:
@@ -70,9 +70,48 @@ def test_decide_refuses_a_worse_or_unproven_candidate_and_accepts_a_better_one()
     unproven = decide("c", "h", {"arithmetic": (slight, champ)}, ["arithmetic"])
     assert not unproven.promote and "not significantly better" in unproven.reason
     regress = decide(
-        "c", "h", {"arithmetic": (better, champ), "string_ops": ([False] * 3 + [True] * 7, other)}, ["arithmetic"]
+        "c", "h", {"arithmetic": (better, champ), "string_ops": ([False] * 6 + [True] * 4, other)}, ["arithmetic"]
     )
-    assert not regress.promote and "worse on string_ops" in regress.reason
+    assert not regress.promote and "worse on string_ops by 0.60 (6 losses, 0 wins" in regress.reason
+
+
+def test_the_guard_refuses_a_real_drop_elsewhere_but_not_two_tasks_of_noise() -> None:
+    """The arithmetic-only reference run: string_ops went from 6 to 4 of 33 beside a significant arithmetic gain,
+    and a raw 0.05 tolerance refused it; two losses are a quarter's chance under no change at all."""
+    champ = [True] * 10 + [False] * 20
+    better = [True] * 10 + [True] * 12 + [False] * 8
+    guarded_champion = [True] * 6 + [False] * 27
+    noise = [False] * 2 + [True] * 4 + [False] * 27  # 6 -> 4 of 33: 2 losses, 0 wins
+    real = [False] * 6 + [False] * 27  # 6 -> 0 of 33: 6 losses, p = 1/64
+    kept = decide("c", "h", {"arithmetic": (better, champ), "string_ops": (noise, guarded_champion)}, ["arithmetic"])
+    assert kept.promote, kept.reason
+    guard = next(c for c in kept.environments if c.environment == "string_ops")
+    assert guard.ok and guard.harm_p == pytest.approx(0.25) and "within noise" in guard.note
+    assert guard.harm_power is not None and 0.0 < guard.harm_power < 1.0
+    refused = decide("c", "h", {"arithmetic": (better, champ), "string_ops": (real, guarded_champion)}, ["arithmetic"])
+    assert not refused.promote and "worse on string_ops by 0.18 (6 losses, 0 wins, p=0.0156)" in refused.reason
+    strict = decide(
+        "c",
+        "h",
+        {"arithmetic": (better, champ), "string_ops": (noise, guarded_champion)},
+        ["arithmetic"],
+        harm_alpha=0.3,
+    )
+    assert not strict.promote  # a stricter guard does see the two losses
+    small_drop = [True] * 5 + [False] * 28  # 6 -> 5 of 33 under a 0.05 tolerance never reaches the test
+    assert decide(
+        "c",
+        "h",
+        {"arithmetic": (better, champ), "string_ops": (small_drop, guarded_champion)},
+        ["arithmetic"],
+        harm_alpha=0.9,
+    ).promote
+
+
+def test_harm_power_grows_with_the_guarded_tasks() -> None:
+    small, large = harm_power(10, 0.3, 0.15, 0.1), harm_power(100, 0.3, 0.15, 0.1)
+    assert 0.0 < small < large <= 1.0 and large > 0.9
+    assert harm_power(30, 0.0, 0.15, 0.1) == 0.0  # nothing passes, so nothing can be lost
 
 
 def _tasks(env: str, n: int) -> list[TaskSpec]:

@@ -180,6 +180,8 @@ class Distillation:
             per_level=settings.gate_per_level,
             alpha=alpha,
             tolerance=settings.gate_tolerance,
+            harm_alpha=settings.gate_harm_alpha,
+            effect=settings.gate_effect,
             bus=self.bus,
             tasks=tasks,
             look=look,
@@ -195,6 +197,13 @@ class Distillation:
         if decision.promote:
             verdict = "waits for approval" if self.container.settings.approvals.required else "promoted"
         self.notify(f"gate: {candidate} {verdict} — {decision.reason}")
+        for c in decision.environments:
+            if not c.trained and c.harm_p is not None:
+                self.notify(
+                    f"guard {c.environment}: {c.champion_passes} -> {c.candidate_passes} of {c.n} ({c.losses} losses, "
+                    f"{c.wins} wins, p={c.harm_p:.3g}); power {c.harm_power or 0.0:.2f} to see "
+                    f"-{settings.gate_effect:.2f} at {decision.harm_alpha:.3g}"
+                )
         if not decision.promote and trained:
             self.compare_on_dev(candidate, champion, trained, decision.reason)
         return decision
@@ -214,6 +223,7 @@ class Distillation:
             p_value=None,
             alpha=0.0,
             tolerance=settings.gate_tolerance,
+            harm_alpha=settings.gate_harm_alpha,
             environments=[],
             look=look,
             power=0.0,

@@ -220,6 +220,7 @@ class GateDecided(Event):
     p_value: float | None = None
     alpha: float | None = None
     tolerance: float | None = None
+    harm_alpha: float | None = None
     environments: list[JsonObject] = []
     look: int | None = None
     power: float | None = None

@@ -232,7 +232,8 @@ class TrainingSettings(BaseModel):
     sampler_dev_per_level: int = Field(5, ge=1, le=50)  # dev tasks per level that pick a refused candidate as sampler
     min_new_row_share: float = Field(0.5, ge=0.0, le=1.0)  # new rows a job needs, per row of its largest sibling
     phases: bool = True  # embedded mode: rollouts pause while a job trains, since both would share the same cores
-    gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # allowed pass-rate drop on the other environments
+    gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # a smaller pass-rate drop elsewhere never refuses
+    gate_harm_alpha: float = Field(0.1, gt=0.0, lt=1.0)  # a larger one refuses only if the harm test is this sure
     gate_environments: list[str] | None = None  # held-out sets the gate also checks (None: every training env)
     schedule: bool = True  # runs queue distillation jobs and gate their candidates between generations
 

@@ -2,9 +2,14 @@
 
 Both models run the same held-out tasks (same prompts, same seeds). On the environments the candidate trained on,
 the per-task pass/fail pairs are pooled and tested with an exact one-sided McNemar (sign) test on the discordant
-pairs: promote only if the candidate wins significantly more tasks than it loses (p < alpha). On every other
-environment its pass rate may not drop by more than ``tolerance``. Each decision is stored as Evaluation records
-(one per environment, with the decision JSON) and published as a ``model.gate`` event.
+pairs: promote only if the candidate wins significantly more tasks than it loses (p < alpha). Every other
+environment is guarded by the mirror test: the candidate is refused where it loses significantly more tasks than
+it wins (p < ``harm_alpha``) and its pass rate fell by more than ``tolerance``. A raw difference would not do: on
+the 33 tasks a guarded environment typically has, two tasks are six points, so a guard on the difference alone
+refuses a candidate over noise (the arithmetic-only reference lost two significant gains that way). The guard's
+power to see a drop of ``effect`` is recorded with each decision, so a guard too small to protect anything shows.
+Each decision is stored as Evaluation records (one per environment, with the decision JSON) and published as a
+``model.gate`` event.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ class EnvComparison(BaseModel):
     delta: float  # candidate pass rate - champion pass rate
     ok: bool
     note: str = ""
+    harm_p: float | None = None  # guarded environments: one-sided p of at least this many losses among discordant
+    harm_power: float | None = None  # guarded environments: chance the harm test sees a drop of ``effect``
 
 
 class GateDecision(BaseModel):
@@ -52,6 +59,7 @@ class GateDecision(BaseModel):
     alpha: float
     tolerance: float
     environments: list[EnvComparison]
+    harm_alpha: float = 0.1  # significance of the harm test on the environments it did not train on
     look: int = 1  # which gate decision this is under the pre-registered plan
     power: float | None = None  # chance these tasks detect the planned effect at this look's alpha
 
@@ -79,6 +87,13 @@ def sign_test_power(n: int, p_win: float, p_loss: float, alpha: float) -> float:
             continue
         power += p_d * sum(comb(d, w) * share**w * (1 - share) ** (d - w) for w in range(critical, d + 1))
     return power
+
+
+def harm_power(n: int, champion_rate: float, effect: float, harm_alpha: float) -> float:
+    """The chance the harm test refuses a candidate that really loses ``effect`` of the pass rate on ``n`` tasks (as
+    many as the champion passes allow), winning back a tenth of that by chance: the promotion test's power mirrored."""
+    p_loss = min(champion_rate, effect)
+    return sign_test_power(n, p_loss, 0.1 * p_loss, harm_alpha)
 
 
 def look_alpha(alpha: float, look: int, planned_looks: int) -> float:
@@ -124,6 +139,8 @@ def decide(
     *,
     alpha: float = 0.05,
     tolerance: float = 0.05,
+    harm_alpha: float = 0.1,
+    effect: float = 0.15,
 ) -> GateDecision:
     """The pure decision from per-task results ``{environment: (candidate, champion)}``."""
     comparisons = [
@@ -153,13 +170,20 @@ def decide(
                 c.ok = False
                 c.note = "no significant improvement"
     for c in comparisons:
-        if not c.trained and c.delta < -tolerance:
+        if c.trained:
+            continue
+        c.harm_p = sign_test_p(c.losses, c.wins)
+        c.harm_power = harm_power(c.n, c.champion_passes / c.n if c.n else 0.0, effect, harm_alpha)
+        counts = f"{c.losses} losses, {c.wins} wins, p={c.harm_p:.3g}"
+        if c.delta < -tolerance and c.harm_p < harm_alpha:
             c.ok = False
-            c.note = f"pass rate dropped {-c.delta:.2f} > tolerance {tolerance:.2f}"
-            reasons.append(f"worse on {c.environment} by {-c.delta:.2f}")
+            c.note = f"pass rate dropped {-c.delta:.2f}, significantly ({counts} < {harm_alpha:.3g})"
+            reasons.append(f"worse on {c.environment} by {-c.delta:.2f} ({counts})")
+        elif c.delta < -tolerance:
+            c.note = f"pass rate dropped {-c.delta:.2f}, within noise ({counts} >= {harm_alpha:.3g})"
     promote = not reasons
     reason = (
-        f"better on {', '.join(c.environment for c in trained)} (p={p_value:.3g}) and within tolerance elsewhere"
+        f"better on {', '.join(c.environment for c in trained)} (p={p_value:.3g}) and not significantly worse elsewhere"
         if promote
         else "; ".join(reasons)
     )
@@ -172,6 +196,7 @@ def decide(
         alpha=alpha,
         tolerance=tolerance,
         environments=comparisons,
+        harm_alpha=harm_alpha,
     )
 
 
@@ -186,6 +211,8 @@ def run_gate(
     per_level: int = 5,
     alpha: float = 0.05,
     tolerance: float = 0.05,
+    harm_alpha: float = 0.1,
+    effect: float = 0.15,
     bus: EventBus | None = None,
     tasks: dict[str, list[TaskSpec]] | None = None,
     look: int = 1,
@@ -199,7 +226,16 @@ def run_gate(
         env: (evaluator(candidate, env, task_sets[env]), evaluator(champion, env, task_sets[env]))
         for env in environments
     }
-    decision = decide(candidate, champion, results, trained_environments, alpha=alpha, tolerance=tolerance)
+    decision = decide(
+        candidate,
+        champion,
+        results,
+        trained_environments,
+        alpha=alpha,
+        tolerance=tolerance,
+        harm_alpha=harm_alpha,
+        effect=effect,
+    )
     decision.look, decision.power = look, power
     record_decision(db, decision, results, task_sets, per_level=per_level, bus=bus, hold_for_approval=hold_for_approval)
     return decision
