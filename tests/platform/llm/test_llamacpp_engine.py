@@ -144,15 +144,20 @@ def test_prefix_reuse_changes_nothing(model_store: ModelStore) -> None:
 
 @pytest.mark.slow
 def test_a_late_request_joins_the_running_batch(local_engine: LocalEngine) -> None:
-    long = SamplingParams(max_tokens=48, ignore_eos=True)
-    started = len(local_engine.steps)
+    """Steps are told apart by time, not by index: the engine keeps only its last 2,000 steps, so on a shared engine
+    an index taken before the request can already be past the end."""
+    long = SamplingParams(max_tokens=96, ignore_eos=True)
+    began = time.perf_counter()
     first = threading.Thread(target=local_engine.chat, args=(MODEL, chat("Count to fifty."), long))
     first.start()
-    time.sleep(0.3)
+    deadline = time.monotonic() + 60
+    while not any(s.at > began and s.rows == 1 and s.prefill_tokens == 0 for s in local_engine.steps):
+        assert time.monotonic() < deadline, "the first request never started decoding"
+        time.sleep(0.01)
     late = local_engine.chat(MODEL, chat("Name three colors."), SamplingParams(max_tokens=4))[0]
     first.join()
     assert late.completion_tokens <= 4
-    steps = local_engine.steps[started:]
+    steps = [s for s in local_engine.steps if s.at > began]
     assert any(s.rows == 1 and s.prefill_tokens > 0 for s in steps)  # the late prompt prefilled beside a decode
     assert any(s.rows == 2 for s in steps)  # both decoded in one step
 
