@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from training_helpers import add_episode, add_task
 
+from lamarck.agents.critic_repair import REPAIR_SOURCE
 from lamarck.platform.container import Container
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION, Settings, TrainingSettings
 from lamarck.platform.storage import repositories as repo
@@ -56,7 +57,15 @@ def test_lineage_runs_from_the_first_job_to_the_version(sqlite_db: Database) -> 
 
 def test_only_privileged_hint_rows_are_dropped() -> None:
     rows = [_row(hint, i) for i, hint in enumerate(["none", "glossary", "demonstrations", "partial", "full"])]
-    assert [r.hint_level for r in without_hints(rows, PRIVILEGED_HINTS)] == ["none", "glossary", "demonstrations"]
+    repaired = _row("none", 5).model_copy(update={"repaired": True})
+    tagged = _row(REPAIR_SOURCE, 6)
+    kept = without_hints([*rows, repaired, tagged], PRIVILEGED_HINTS)
+    assert [(r.hint_level, r.repaired) for r in kept] == [
+        ("none", False),
+        ("glossary", False),
+        ("demonstrations", False),
+    ]
+    assert len(without_hints([*rows, repaired], {"partial", "full"})) == 4  # repairs kept when not asked to drop
 
 
 def test_the_base_model_has_nothing_to_replay(tmp_path: Path, sqlite_db: Database, model_store) -> None:  # type: ignore[no-untyped-def]
@@ -113,7 +122,7 @@ def test_a_lineage_is_retrained_without_its_privileged_rows(tmp_path: Path, sqli
         made = found.version
         assert [(s.replays, s.rows, s.kept) for s in found.steps] == [(versions[0], 3, 2), (versions[1], 3, 0)]
         assert found.steps[0].seconds is not None and found.steps[1].seconds is None
-        assert made == f"{versions[0]}-without-full-partial"
+        assert made == f"{versions[0]}-without-critic_repair-full-partial"
         spec = model_store.resolve(made)
         assert spec.adapter_dir is not None and (spec.adapter_dir / "adapter_config.json").is_file()
         with sqlite_db.session() as session:

@@ -2,9 +2,10 @@
 
 The champion is the last of a chain of jobs, each warm-started from its parent's adapter on its own dataset. The
 ablation replays that chain in order with the same recipe, each step from the ablation's previous adapter, on the
-same dataset minus the dropped rows (for the proof: rows whose rollout had privileged help, hint levels ``partial``
-and ``full``). A step with no rows left is skipped. The ablated adapters go into the model store under their own
-names and never into the registry: they are measurements, not candidates, and no decision reads them.
+same dataset minus the dropped rows (for the proof: rows whose rollout had privileged help: hint levels
+``partial`` and ``full``, and critic repairs). A step with no rows left is skipped. The ablated adapters go into the
+model store under their own names and never into the registry: they are measurements, not candidates, and no
+decision reads them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.training.dataset_io import dataset_dir, load_dataset
 from lamarck.training.traces_to_rows import TrainingRow
 
-PRIVILEGED_HINTS = frozenset({"partial", "full"})
+REPAIRED = "critic_repair"  # the hint source of a critic-repaired row (agents/critic_repair.py REPAIR_SOURCE)
+PRIVILEGED_HINTS = frozenset({"partial", "full", REPAIRED})
 
 
 class AblationStep(BaseModel):
@@ -54,7 +56,9 @@ def lineage(session: Session, version: str) -> list[str]:
 
 
 def without_hints(rows: list[TrainingRow], dropped: Collection[str]) -> list[TrainingRow]:
-    return [row for row in rows if row.hint_level not in dropped]
+    """Rows whose rollout had none of the ``dropped`` help; a repair saw the critic's first wrong step and a hint,
+    so ``critic_repair`` drops every repaired row, whatever hint level its trajectory carries."""
+    return [row for row in rows if row.hint_level not in dropped and not (row.repaired and REPAIRED in dropped)]
 
 
 def ablate(
