@@ -55,3 +55,14 @@ def test_unreachable_database_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert result.exit_code == 2
     assert "LAMARCK_DATABASE_URL" in _one_error_line(result.output)
     assert not (tmp_path / ".lamarck").exists()
+
+
+def test_serve_refuses_an_unreachable_rate_limit_redis_before_saying_it_serves(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("LAMARCK_API__RATE_LIMIT_PER_SECOND", "1")
+    monkeypatch.setenv("LAMARCK_API__RATE_LIMIT_REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens on port 1
+    result = runner.invoke(app, ["serve", "--port", "1"])
+    assert result.exit_code != 0
+    assert "LAMARCK_API__RATE_LIMIT_REDIS_URL" in _one_error_line(result.output)
+    assert "serving" not in result.output

@@ -28,10 +28,11 @@ def serve_command(
             settings = container.settings.api
             bind_host, bind_port = host or settings.host, port or settings.port
             container.db  # noqa: B018 - migrates before the first request
+            api = create_app(container)  # a setting it refuses (say, an unreachable rate-limit Redis) stops us here
             if bind_host not in LOOPBACK:
                 err.print(f"[yellow]serving on {bind_host}: reachable from other machines; keys are the only guard[/]")
             console.print(f"serving the REST API at http://{bind_host}:{bind_port}/v1 (docs at /docs)")
-            uvicorn.run(create_app(container), host=bind_host, port=bind_port, log_level="info", server_header=False)
+            uvicorn.run(api, host=bind_host, port=bind_port, log_level="info", server_header=False)
 
     run_guarded(body)
 
