@@ -21,7 +21,7 @@ from fastapi import FastAPI
 
 from api.conftest import client, container, keys, launches, model  # noqa: F401  (the API tests' fixtures, reused)
 from lamarck.api.app import create_app
-from lamarck.api.session import SessionStore
+from lamarck.api.session import DatabaseSessionStore
 from lamarck.platform.container import Container
 from lamarck.platform.storage.database import Database
 
@@ -50,7 +50,7 @@ class Clock:
 @dataclass
 class Server:
     """uvicorn in a thread over a fresh app at each start (an app's event tailer is bound to the loop it ran on);
-    the sessions and the database outlive a restart, as they would across a dropped connection."""
+    the database, and so the browser's sign-in, outlive a restart."""
 
     base: str
     make_app: Callable[[], FastAPI]
@@ -98,11 +98,11 @@ def server(container: Container, launches: list[tuple[str, str]]) -> Iterator[Se
         return 0
 
     clock = Clock()
-    sessions = SessionStore(ttl_seconds=3600, clock=clock)
 
     def make_app() -> FastAPI:
+        """A new app and a new session store over the same database at each start, as a restarted server has."""
         app = create_app(container, launcher=launch)
-        app.state.sessions = sessions
+        app.state.sessions = DatabaseSessionStore(container.db, ttl_seconds=3600, clock=clock)
         return app
 
     served = Server(f"http://127.0.0.1:{free_port()}", make_app, container, clock, launches)

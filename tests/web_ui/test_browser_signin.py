@@ -64,3 +64,15 @@ def test_a_wrong_key_and_an_expired_session_are_explained_on_the_page(
     expect(browse.page.locator("#message")).to_contain_text("Your sign-in has expired")
     browse.page.get_by_role("link", name="Sign in").first.click()
     expect(browse.page.locator("#message")).to_contain_text("expired")
+
+
+def test_a_sign_in_survives_a_restart_of_the_server(browse: Browse, keys: dict[str, dict[str, str]]) -> None:
+    browse.goto("/ui/signin.html")
+    browse.page.fill("#key", keys["read"]["Authorization"].removeprefix("Bearer "))
+    browse.page.click("input[type=submit]")
+    expect(browse.page.locator("#session")).to_contain_text("(read)")
+    browse.server.stop()
+    browse.server.start()  # a new app and session store over the same database
+    browse.page.reload()
+    expect(browse.page.locator("#session")).to_contain_text("(read)")
+    expect(browse.page.locator("#message")).to_contain_text("No runs yet")

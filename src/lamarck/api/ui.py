@@ -10,7 +10,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lamarck.api.routes import ui as ui_routes
-from lamarck.api.session import SessionStore
+from lamarck.api.session import DatabaseSessionStore, SessionStore
 
 CSP = "default-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 # swagger-ui.css draws its icons as data: SVG images; nothing else on /docs needs more than the UI's policy.
@@ -42,7 +42,7 @@ class SecurityHeaders:
 
 def install(app: FastAPI, sessions: SessionStore | None = None) -> None:
     """Mounts the UI; call after the ``/v1`` routers (the static mount matches last)."""
-    app.state.sessions = sessions or SessionStore()
+    app.state.sessions = sessions or DatabaseSessionStore(app.state.container.db)
     app.add_middleware(SecurityHeaders)
     app.include_router(ui_routes.router)
     app.mount("/ui", StaticFiles(directory=ui_routes.WEB_UI, html=True), name="ui")

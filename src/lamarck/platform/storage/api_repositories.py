@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVarTuple
 
-from sqlalchemy import Select, case, func, or_, select, update
+from sqlalchemy import Select, case, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -20,6 +20,7 @@ from lamarck.platform.storage.records import (
     ModelVersion,
     Run,
     Task,
+    UiSession,
     utcnow,
 )
 from lamarck.platform.storage.repositories import NotFound
@@ -45,6 +46,27 @@ def add_api_key(session: Session, *, key_id: str, key_hash: str, scopes: list[st
 
 def find_api_key(session: Session, *, key_id: str) -> ApiKey | None:
     return session.get(ApiKey, key_id)
+
+
+def add_ui_session(
+    session: Session, *, token_digest: str, key_id: str, scopes: list[str], expires_at: float, now: float
+) -> None:
+    """Opens a session and drops those that have ended, so the table holds only live ones."""
+    session.execute(delete(UiSession).where(UiSession.expires_at <= now))
+    session.add(UiSession(token_digest=token_digest, key_id=key_id, scopes=scopes, expires_at=expires_at))
+
+
+def find_ui_session(session: Session, *, token_digest: str, now: float) -> UiSession | None:
+    """The live session with this digest; one that has ended is deleted and not returned."""
+    found = session.get(UiSession, token_digest)
+    if found is not None and found.expires_at <= now:
+        session.delete(found)
+        return None
+    return found
+
+
+def delete_ui_session(session: Session, *, token_digest: str) -> None:
+    session.execute(delete(UiSession).where(UiSession.token_digest == token_digest))
 
 
 def list_api_keys(session: Session) -> list[ApiKey]:

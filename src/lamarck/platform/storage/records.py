@@ -296,6 +296,18 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class UiSession(Base):
+    """A web UI sign-in: the SHA-256 of the cookie's token (never the token), the key it was opened with and when it
+    ends (seconds since the epoch), so a restarted server, or any API process, knows it."""
+
+    __tablename__ = "ui_sessions"
+    token_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key_id: Mapped[str] = mapped_column(String(32), index=True)
+    scopes: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    expires_at: Mapped[float] = mapped_column(Float, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class ApiTask(Base):
     """A task handed to the executor through the API (or ``lamarck solve``): the request as given, its status, and
     its result once solved. ``idempotency_key`` with ``request_digest`` makes a retried submission return the first."""
