@@ -137,14 +137,19 @@ def serve_model(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8001,
 ) -> None:
-    """Serve the local engine as an OpenAI-compatible server (/v1/chat/completions, /v1/models)."""
+    """Serve every model version in the store as an OpenAI-compatible server (/v1/chat/completions, /v1/models):
+    the request's model field names the version, and an adapter loads on its first request."""
 
     def body() -> None:
         from lamarck.platform.llm.server import serve
 
         with container_from_settings() as container:
             container.model_store.resolve(DEFAULT_MODEL_VERSION)
-            console.print(f"serving OpenAI-compatible API at http://{host}:{port}/v1")
+            versions = container.engine.versions()
+            console.print(
+                f"serving OpenAI-compatible API at http://{host}:{port}/v1: model versions "
+                f"{', '.join(versions)} from {container.model_store.root} (ask for one by name)"
+            )
             serve(container.engine, host=host, port=port)
 
     run_guarded(body)

@@ -28,6 +28,7 @@ from lamarck.agents.toolbox import LessonHandle, LessonSource, SkillSource, Tool
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.memory.base import RetrievalQuery
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
+from lamarck.platform.llm.version_names import version_call
 from lamarck.platform.storage.trajectory import (
     OBSERVATION_PREFIX,
     STUDENT_OPENING,
@@ -314,10 +315,11 @@ class Executor:
         }
         if n > 1:
             params["n"] = n
-        route = self.gateway.route("executor")
-        if route.model.startswith("lamarck/") and route.api_base is None:
-            params["model"] = f"lamarck/{request.model_version}"
-            params["stop_after"] = [ACTION_END]  # the in-process engine stops where parse_action would cut
+        versioned = version_call(self.gateway.route("executor"), request.model_version)
+        if versioned is not None:
+            params["model"] = versioned.model
+            if versioned.lamarck_engine:
+                params["stop_after"] = [ACTION_END]  # a Lamarck engine stops where parse_action would cut
         try:
             result = self.gateway.complete("executor", render_for_model(rollout.attempt.trajectory), **params)
         except GatewayError as exc:

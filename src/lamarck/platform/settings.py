@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from pathlib import Path
 from typing import Literal
 
@@ -31,11 +32,20 @@ class SamplingDefaults(BaseModel):
 
 
 class ModelRoute(BaseModel):
-    """Where one role's calls go: a litellm model name, optionally an api_base and key."""
+    """Where one role's calls go: a litellm model name, optionally an api_base and key.
+
+    ``version_model`` is the litellm model name the route asks for a Lamarck model version under, with
+    ``{version}`` where the version's name goes: ``openai/{version}`` with an ``api_base`` asks an OpenAI-compatible
+    server (vLLM with one LoRA adapter per version, named by version) for the release's version by name. Unset, a
+    ``lamarck/...`` route asks for ``lamarck/<version>`` in-process, or for ``<version>`` at its ``api_base``
+    (``lamarck serve-model``), and any other route asks for ``model`` whatever the version
+    (``lamarck.platform.llm.version_names`` is the rule).
+    """
 
     model: str = DEFAULT_LOCAL_MODEL
     api_base: str | None = None
     api_key: SecretStr | None = None
+    version_model: str | None = None
     sampling: SamplingDefaults = Field(default_factory=SamplingDefaults)
 
     @field_validator("model")
@@ -44,6 +54,24 @@ class ModelRoute(BaseModel):
         if not value.strip():
             raise ValueError("model must be a litellm model name such as 'lamarck/smollm2-135m'")
         return value.strip()
+
+    @field_validator("version_model")
+    @classmethod
+    def _one_version_field(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        except ValueError as exc:
+            raise ValueError(
+                f"version_model {value!r} is not a template ({exc}): write e.g. 'openai/{{version}}'"
+            ) from None
+        if fields != {"version"}:
+            raise ValueError(
+                f"version_model {value!r} must contain {{version}} and no other field: write e.g. 'openai/{{version}}'"
+            )
+        return value
 
 
 class ModelRoutes(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     litellm.exceptions.InternalServerError,
 )
 LOCAL_PREFIX = "lamarck/"
+_LITELLM_PREFIX = re.compile(r"^litellm\.\w+:\s*(?:\w+:\s*)?(?:\w+Exception\s*-\s*)?")
 
 
 class GatewayError(RuntimeError):
@@ -101,10 +103,10 @@ class LLMGateway:
                 if attempts <= self.settings.retries:
                     time.sleep(self._backoff(attempts))
                     continue
-                raise self._failed(role, route, exc, started, attempts, run_id, episode_id) from exc
+                raise self._failed(role, route, kwargs["model"], exc, started, attempts, run_id, episode_id) from exc
             except Exception as exc:
-                raise self._failed(role, route, exc, started, attempts, run_id, episode_id) from exc
-            return self._succeeded(role, route, response, started, attempts, run_id, episode_id)
+                raise self._failed(role, route, kwargs["model"], exc, started, attempts, run_id, episode_id) from exc
+            return self._succeeded(role, kwargs["model"], response, started, attempts, run_id, episode_id)
 
     async def acomplete(
         self,
@@ -140,13 +142,15 @@ class LLMGateway:
         api_key = route.api_key.get_secret_value() if route.api_key else self._default_api_key
         if api_key:
             kwargs["api_key"] = api_key
+        elif route.api_base and route.model.startswith(LOCAL_PREFIX):
+            kwargs["api_key"] = "unused"  # `lamarck serve-model` checks no key; litellm's OpenAI client wants one
         kwargs.update({key: value for key, value in params.items() if value is not None})
         return kwargs
 
     def _succeeded(
         self,
         role: str,
-        route: ModelRoute,
+        model: str,
         response: Any,
         started: float,
         attempts: int,
@@ -159,19 +163,19 @@ class LLMGateway:
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         result = ChatResult(
             role=role,
-            model=route.model,
+            model=model,
             choices=[choice.message.content or "" for choice in response.choices],
             finish_reasons=[str(choice.finish_reason or "") for choice in response.choices],
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             latency_s=latency,
-            cost_usd=_cost(response, route.model),
+            cost_usd=_cost(response, model),
             attempts=attempts,
             raw=response,
         )
         self._record(
             role,
-            route.model,
+            model,
             prompt_tokens,
             completion_tokens,
             latency,
@@ -187,6 +191,7 @@ class LLMGateway:
         self,
         role: str,
         route: ModelRoute,
+        model: str,
         exc: Exception,
         started: float,
         attempts: int,
@@ -194,7 +199,7 @@ class LLMGateway:
         episode_id: str | None,
     ) -> GatewayError:
         reason = _first_line(exc)
-        self._record(role, route.model, 0, 0, time.perf_counter() - started, None, attempts, reason, run_id, episode_id)
+        self._record(role, model, 0, 0, time.perf_counter() - started, None, attempts, reason, run_id, episode_id)
         if isinstance(exc, GatewayError):
             return exc
         env = f"LAMARCK_MODELS__{role.upper()}__"
@@ -205,6 +210,9 @@ class LLMGateway:
                 f" (start the model server or fix {env}API_BASE)"
             )
         if isinstance(exc, (litellm.exceptions.NotFoundError, litellm.exceptions.BadRequestError)):
+            if model != route.model:  # a model version asked for by name: the server's answer says what to do
+                answer = _server_message(_first_line(exc, 400))[:300]
+                return GatewayError(f"model {model} for role {role} refused the call: {answer}")
             return GatewayError(f"model {route.model} for role {role} refused the call: {reason} (fix {env}MODEL)")
         if isinstance(exc, litellm.exceptions.AuthenticationError):
             return GatewayError(f"model {route.model} for role {role} rejected the API key (set {env}API_KEY)")
@@ -254,6 +262,11 @@ def _cost(response: Any, model: str) -> float | None:
         return None
 
 
-def _first_line(exc: BaseException) -> str:
+def _server_message(reason: str) -> str:
+    """The server's own words in a litellm error line, without litellm's ``litellm.X: X: ProviderException -``."""
+    return _LITELLM_PREFIX.sub("", reason, count=1) or reason
+
+
+def _first_line(exc: BaseException, limit: int = 300) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
+    return text.splitlines()[0][:limit]

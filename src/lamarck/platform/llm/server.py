@@ -1,5 +1,12 @@
 """An OpenAI-compatible HTTP server over the local engine: ``/v1/chat/completions`` (streaming or not) and
-``/v1/models``."""
+``/v1/models``.
+
+The request's ``model`` field names a model version (``<version>`` or ``lamarck/<version>``): every version in the
+server's model store on the engine's base is served, an adapter loading on its first request, so a version trained or
+imported into that store after the server started is served without a restart. A version the store lacks is an
+OpenAI-style 404 that lists the versions it has. Pointing an executor route here, and the vLLM equivalent:
+``docs/remote-models.md``.
+"""
 
 from __future__ import annotations
 
@@ -52,6 +59,15 @@ def _error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": status}})
 
 
+def missing_version(version: str, served: list[str], shown: int = 8) -> str:
+    """The one-line answer to a request for a version this server's store lacks: what to do, and what it has."""
+    names = ", ".join(served[:shown]) + (f" (and {len(served) - shown} more)" if len(served) > shown else "")
+    return (
+        f"model version {version!r} is not in this server's model store: train or import it there "
+        f"(see `lamarck models list`), or ask for one of: {names or 'none'}"
+    )
+
+
 def _params(body: ChatRequest) -> SamplingParams:
     stop = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     stop_after = [body.stop_after] if isinstance(body.stop_after, str) else list(body.stop_after or [])
@@ -84,8 +100,9 @@ def create_app(engine: ServingEngine) -> FastAPI:
 
     def check_model(model: str) -> str:
         version = strip_prefix(model)
-        if version not in engine.versions():
-            raise ApiError(404, f"model {model!r} not found: see `lamarck models list`", "model_not_found")
+        served = engine.versions()
+        if version not in served:
+            raise ApiError(404, missing_version(version, served), "model_not_found")
         return version
 
     @app.get("/v1/models")
