@@ -134,6 +134,17 @@ class SkillAdded(Event):
     episode_ids: list[str]
 
 
+class SkillDeprecated(Event):
+    """A person retired a skill from retrieval by hand (``POST /v1/skills/{name}/deprecate``): who and why; a new
+    version of its code makes it active again."""
+
+    TYPE = "skill.deprecated"
+    name: str
+    version: int
+    reason: str
+    deprecated_by: str
+
+
 class GenerationSummarized(Event):
     """The fields of ``agents.summary.GenerationSummary`` (validate the payload with it); open here because that
     model belongs to the agents, above this module."""

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lamarck.memory.base import MemoryCollection, MemoryStoreError, RetrievalQuery, VectorMemory
+from lamarck.platform.event_types import SkillDeprecated
 from lamarck.platform.sandbox import Sandbox, SandboxUnavailable
+from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import SkillVersion
 from lamarck.skills_library import store
@@ -144,6 +146,23 @@ class SkillLibrary:
         """Discover the installed plug-ins' skills and add each through ``add``."""
         candidates, problems = discover()
         return [self.add(candidate) for candidate in candidates], problems
+
+    def deprecate(self, name: str, *, reason: str, by: str) -> SkillView:
+        """Retire an active skill from retrieval by hand, with its ``skill.deprecated`` audit event in the same
+        transaction; UnknownSkill when there is none, SkillError when it is already deprecated."""
+        with self.db.session() as session:
+            skill = store.find_skill(session, name=name)
+            if skill is None:
+                raise UnknownSkill(f"no skill {name!r}: list them with `lamarck skills list`")
+            if skill.status == store.DEPRECATED:
+                raise SkillError(f"skill {name!r} is already deprecated: add a new version of its code to revive it")
+            skill.status = store.DEPRECATED
+            event = SkillDeprecated(name=name, version=skill.current_version, reason=reason, deprecated_by=by)
+            repo.append_event(session, type=event.TYPE, payload=event.model_dump(mode="json"))
+            view = store.to_view(skill)
+        self._update_index(view)
+        log.info("skill %s deprecated by %s: %s", name, by, reason)
+        return view
 
     # reading
 

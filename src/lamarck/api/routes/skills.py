@@ -1,14 +1,17 @@
 """Skills and lessons: the skill library listed (by name, cursor-paged) and shown with code, tests, statistics and
-versions, and the lessons the critic kept, searched by meaning."""
+versions, and the lessons the critic kept, searched by meaning. Adding a skill (its tests pass in the sandbox first)
+and deprecating one need the ``models`` scope, the one that changes what the agents run with; an addition made by
+hand never waits for approval (``ApprovalSettings``: only the loop's own additions wait), as ``lamarck skills add``."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lamarck.api.deps import ContainerDep, ReadKey
+from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey
 from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_name_cursor, name_cursor
@@ -17,13 +20,27 @@ from lamarck.curriculum.registry import list_environments
 from lamarck.memory.base import MemoryStoreError, RetrievalQuery
 from lamarck.platform.container import Container
 from lamarck.platform.storage import repositories as repo
-from lamarck.skills_library.library import SkillLibrary
-from lamarck.skills_library.skill import SkillVersionView, SkillView
+from lamarck.skills_library.builtin import builtin_skills
+from lamarck.skills_library.library import SkillLibrary, UnknownSkill
+from lamarck.skills_library.skill import (
+    MAX_NAME,
+    SkillCandidate,
+    SkillError,
+    SkillVersionView,
+    SkillView,
+    analyse,
+    check_tests,
+    code_digest,
+)
 
 router = APIRouter(tags=["skills"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)])
 
 SkillName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:-]{1,200}$", description="The skill's name.")]
 ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (401, 403, 404, 422)}
+WRITE_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 422, 503)
+}
+MAX_SOURCE = 50_000
 
 
 class SkillSummary(BaseModel):
@@ -120,13 +137,7 @@ def get_skill(name: SkillName, container: ContainerDep, _: ReadKey) -> SkillDeta
     view = _library(container).get(name)
     if view is None:
         raise ApiError(404, f"no skill {name!r}: list them with GET /v1/skills")
-    return SkillDetail(
-        **_summary(view).model_dump(),
-        code=view.code,
-        tests=view.tests,
-        source_episode_ids=view.source_episode_ids,
-        versions=view.versions,
-    )
+    return _detail(view)
 
 
 @router.get(
@@ -172,3 +183,140 @@ def search_lessons(
             if row is not None
         ]
     return LessonHits(query=q, lessons=lessons)
+
+
+class SkillCreate(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "gcd",
+                    "code": "def gcd(a: int, b: int) -> int:\n    while b:\n        a, b = b, a % b\n    return a\n",
+                    "tests": "assert gcd(4, 6) == 2\nassert gcd(7, 0) == 7",
+                    "description": "Greatest common divisor.",
+                }
+            ]
+        },
+    )
+
+    name: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=MAX_NAME, description="The function's name (an identifier)."
+    )
+    code: str = Field(min_length=1, max_length=MAX_SOURCE, description="The function, with any helpers and imports.")
+    tests: str = Field(min_length=1, max_length=MAX_SOURCE, description="Assert-based tests, run in the sandbox.")
+    description: str = Field("", max_length=500, description="Shown in listings; default: the docstring's first line.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: object) -> object:
+        if has_nul(data):
+            raise ValueError(NUL_MESSAGE)
+        return data
+
+    def candidate(self) -> SkillCandidate:
+        return SkillCandidate(name=self.name, code=self.code, tests=self.tests, description=self.description.strip())
+
+
+class DeprecateBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"reason": "superseded by gcd_many, which takes a list"}]}
+    )
+
+    reason: str = Field(min_length=1, max_length=2000, description="Why: kept with its `skill.deprecated` event.")
+
+    @field_validator("reason")
+    @classmethod
+    def _text(cls, reason: str) -> str:
+        if has_nul(reason):
+            raise ValueError(NUL_MESSAGE)
+        if not reason.strip():
+            raise ValueError("give a reason: it is kept with the deprecation")
+        return reason.strip()
+
+
+def _detail(view: SkillView) -> SkillDetail:
+    return SkillDetail(
+        **_summary(view).model_dump(),
+        code=view.code,
+        tests=view.tests,
+        source_episode_ids=view.source_episode_ids,
+        versions=view.versions,
+    )
+
+
+def _indexing_library(container: Container) -> SkillLibrary:
+    """The library that also indexes what it adds, so retrieval finds it; without the vector memory the skill is
+    still stored (SQL is the truth) and the next library to retrieve indexes it."""
+    try:
+        return container.library
+    except MemoryStoreError:
+        return _library(container)
+
+
+def _refuse_clash(container: Container, body: SkillCreate) -> None:
+    """409 before the sandbox runs: a built-in's name, another provenance's name, or the code already stored."""
+    name = body.name
+    if any(b.candidate.name == name for b in builtin_skills()):
+        raise ApiError(409, f"{name!r} is a built-in skill's name: give the skill another name")
+    existing = _library(container).get(name)
+    if existing is None:
+        return
+    if existing.provenance != "user":
+        raise ApiError(409, f"name clash: {name!r} already exists with provenance {existing.provenance}: rename it")
+    if code_digest(existing.code) == code_digest(body.code):
+        raise ApiError(
+            409,
+            f"skill {name!r} version {existing.version} already has this code ({existing.status}): "
+            "change the code to add a new version",
+        )
+
+
+@router.post(
+    "/skills",
+    operation_id="addSkill",
+    status_code=201,
+    response_model=SkillDetail,
+    responses=WRITE_ERRORS,
+    summary="Add a skill (or a new version of one): its tests must pass in the sandbox first",
+)
+async def add_skill(body: SkillCreate, response: Response, container: ContainerDep, _: ModelsKey) -> SkillDetail:
+    try:
+        analyse(body.code, body.name)
+        check_tests(body.tests)
+    except SkillError as exc:
+        raise ApiError(422, f"skill {body.name}: {exc}: fix it and send it again", code="invalid_skill") from None
+    await run_in_threadpool(_refuse_clash, container, body)
+    library = await run_in_threadpool(_indexing_library, container)
+    result = await run_in_threadpool(library.add, body.candidate())  # the sandbox takes seconds: off the event loop
+    if result.status == "unchanged":
+        raise ApiError(409, f"skill {body.name!r} was just added with this code: change the code for a new version")
+    if result.status == "rejected":
+        if result.reason.startswith("cannot verify"):
+            raise ApiError(503, f"{result.reason}: try again later", code="unavailable")
+        if result.reason.startswith("name clash"):
+            raise ApiError(409, f"{result.reason}: rename it")
+        why = f"skill {body.name} failed verification: {result.reason}: fix the code or its tests"
+        raise ApiError(422, why, code="invalid_skill")
+    view = await run_in_threadpool(_library(container).get, body.name)
+    if view is None:  # deleted between the write and this read
+        raise ApiError(404, f"no skill {body.name!r}: list them with GET /v1/skills")
+    response.headers["Location"] = f"/v1/skills/{view.name}"
+    return _detail(view)
+
+
+@router.post(
+    "/skills/{name}/deprecate",
+    operation_id="deprecateSkill",
+    response_model=SkillDetail,
+    responses=WRITE_ERRORS,
+    summary="Deprecate a skill: it is no longer offered to the executor (a new version revives it)",
+)
+def deprecate_skill(name: SkillName, body: DeprecateBody, container: ContainerDep, key: ModelsKey) -> SkillDetail:
+    try:
+        view = _indexing_library(container).deprecate(name, reason=body.reason, by=key.key_id)
+    except UnknownSkill:
+        raise ApiError(404, f"no skill {name!r}: list them with GET /v1/skills") from None
+    except SkillError as exc:
+        raise ApiError(409, str(exc)) from None
+    return _detail(view)
