@@ -9,7 +9,10 @@ from lamarck.platform.container import Container
 
 from .conftest import assert_refused_with_one_line, error_of
 
-GCD = 'def gcd(a: int, b: int) -> int:\n    """Greatest common divisor."""\n    while b:\n        a, b = b, a % b\n    return a\n'
+GCD = (
+    'def gcd(a: int, b: int) -> int:\n    """Greatest common divisor."""\n'
+    "    while b:\n        a, b = b, a % b\n    return a\n"
+)
 GCD_TESTS = "assert gcd(4, 6) == 2\nassert gcd(7, 0) == 7"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from lamarck.api.solving import TaskError, TaskRequest, resolve, solve
@@ -25,12 +26,17 @@ class TaskRunner:
         self._lock = threading.Lock()
 
     def submit(self, task_id: str) -> Future[None]:
+        return self.submit_work(task_id, lambda: self._run(task_id))
+
+    def submit_work(self, key: str, work: Callable[[], None]) -> Future[None]:
+        """Run ``work`` in the same bounded pool as the tasks (an evaluation, say), once per ``key`` at a time; its
+        own record is its truth, as a task's row is."""
         with self._lock:
-            future = self._futures.get(task_id)
+            future = self._futures.get(key)
             if future is None:
-                future = self._pool.submit(self._run, task_id)
-                self._futures[task_id] = future
-                future.add_done_callback(lambda _: self._forget(task_id))
+                future = self._pool.submit(work)
+                self._futures[key] = future
+                future.add_done_callback(lambda _: self._forget(key))
             return future
 
     def future(self, task_id: str) -> Future[None] | None:

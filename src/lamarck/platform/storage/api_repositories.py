@@ -314,3 +314,121 @@ def harnesses_page(
 def harness_children(session: Session, *, parent_id: str) -> list[Harness]:
     query = select(Harness).where(Harness.parent_id == parent_id)
     return list(session.scalars(query.order_by(Harness.created_at, Harness.id)))
+
+
+# evaluations requested through the API: the row is written when asked for, its status kept in ``decision``
+# (``queued``, ``running``, ``succeeded``, ``failed``); rows the CLI and the gate wrote whole have none and are done
+
+
+EVALUATION_ACTIVE = ("queued", "running")
+
+
+def _evaluation_status() -> Any:
+    return Evaluation.decision["status"].as_string()
+
+
+def create_evaluation_request(
+    session: Session,
+    *,
+    environment: str,
+    model_version: str,
+    harness_version: str,
+    eval_set: str,
+    n_tasks: int,
+    request: dict[str, Any],
+    requested_by: str,
+) -> Evaluation:
+    """A queued held-out evaluation; it counts as a result only once ``finish_evaluation`` marks it succeeded."""
+    evaluation = Evaluation(
+        kind="heldout",
+        environment=environment,
+        model_version=model_version,
+        harness_version=harness_version,
+        eval_set=eval_set,
+        n_tasks=n_tasks,
+        score=0.0,
+        per_task={},
+        decision={"status": "queued", "request": request, "requested_by": requested_by},
+    )
+    session.add(evaluation)
+    session.flush()
+    return evaluation
+
+
+def get_evaluation(session: Session, *, evaluation_id: str) -> Evaluation:
+    evaluation = session.get(Evaluation, evaluation_id)
+    if evaluation is None:
+        raise NotFound(f"no evaluation {evaluation_id}: list them with GET /v1/evaluations")
+    return evaluation
+
+
+def start_evaluation(session: Session, *, evaluation_id: str) -> Evaluation | None:
+    """The evaluation, now running; None when it was not queued (already started, finished or failed)."""
+    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
+    if evaluation is None or (evaluation.decision or {}).get("status") != "queued":
+        return None
+    evaluation.decision = {**evaluation.decision, "status": "running"}
+    return evaluation
+
+
+def finish_evaluation(
+    session: Session,
+    *,
+    evaluation_id: str,
+    score: float = 0.0,
+    per_task: dict[str, Any] | None = None,
+    details: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> None:
+    """Succeeded with its score, per-task results and ``details`` (samples, per_level, seconds), or failed with
+    ``error``."""
+    evaluation = get_evaluation(session, evaluation_id=evaluation_id)
+    status = "failed" if error is not None else "succeeded"
+    evaluation.decision = {**(evaluation.decision or {}), **(details or {}), "status": status, "error": error}
+    if error is None:
+        evaluation.score = score
+        evaluation.per_task = per_task or {}
+
+
+def fail_unfinished_evaluations(session: Session, *, reason: str) -> int:
+    rows = list(session.scalars(select(Evaluation).where(_evaluation_status().in_(EVALUATION_ACTIVE))))
+    for evaluation in rows:
+        evaluation.decision = {**(evaluation.decision or {}), "status": "failed", "error": reason}
+    return len(rows)
+
+
+def evaluations_page(
+    session: Session,
+    *,
+    limit: int,
+    model_version: str | None = None,
+    environment: str | None = None,
+    kind: str | None = None,
+    before: tuple[datetime, str] | None = None,
+) -> list[Evaluation]:
+    """Evaluations newest first; ``before`` as in ``runs_page``."""
+    query = select(Evaluation)
+    if model_version is not None:
+        query = query.where(Evaluation.model_version == model_version)
+    if environment is not None:
+        query = query.where(Evaluation.environment == environment)
+    if kind is not None:
+        query = query.where(Evaluation.kind == kind)
+    return list(session.scalars(_newest_first(query, Evaluation, limit, before)))
+
+
+def model_version_ids(session: Session, *, limit: int) -> list[str]:
+    """The newest model versions' ids, to name what exists in an error."""
+    query = select(ModelVersion.id).order_by(ModelVersion.created_at.desc(), ModelVersion.id.desc()).limit(limit)
+    return list(session.scalars(query))
+
+
+def harness_ids(session: Session, *, environment: str, limit: int) -> list[str]:
+    """The newest archived harnesses' ids of one environment, to name what exists in an error."""
+    query = (
+        select(Harness.id)
+        .where(Harness.environment == environment)
+        .order_by(Harness.created_at.desc(), Harness.id.desc())
+        .limit(limit)
+    )
+    return list(session.scalars(query))
