@@ -14,6 +14,7 @@ import threading
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from lamarck.platform import tracing
 from lamarck.platform.events import EventBus
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import Settings, load_settings
@@ -40,6 +41,7 @@ class Container:
         sandbox: Sandbox | None = None,
     ) -> None:
         self.settings = settings or load_settings()
+        tracing.configure(self.settings.tracing)
         self._lock = threading.Lock()
         self._engine: ServingEngine | None = None
         given = {"db": db, "gateway": gateway, "memory": memory, "sandbox": sandbox}

@@ -286,6 +286,32 @@ class HarnessCriticSettings(BaseModel):
     seed: int = 0
 
 
+class TracingSettings(BaseModel):
+    """Traces of model calls, tool calls, sandbox runs and graph nodes. ``store_text``: each ``LLMCall`` row keeps the
+    prompt and the reply (secrets redacted) and spans carry them; off, only counts and timings are kept.
+    ``otlp_endpoint``: an OTLP/HTTP collector (``http://host:4318``, or a full URL ending in ``/v1/traces``) that
+    receives the spans; unset, spans are made but sent nowhere. A collector that is down never stops a run: its spans
+    are held (up to ``held_spans``) and sent once it answers."""
+
+    store_text: bool = True
+    otlp_endpoint: str | None = None
+    service_name: str = Field("lamarck", min_length=1, max_length=200)
+    export_timeout_seconds: float = Field(5.0, gt=0.0, le=120.0)  # per export, retries included
+    held_spans: int = Field(10_000, ge=0, le=1_000_000)  # spans kept while the collector is down; older ones drop
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is None or not url.strip():
+            return None
+        url = url.strip()
+        if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+            raise ValueError(
+                f"OTLP endpoint {url!r} must be an http(s) URL such as http://127.0.0.1:4318 (OTLP over HTTP)"
+            )
+        return url
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="LAMARCK_",
@@ -310,6 +336,7 @@ class Settings(BaseSettings):
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     training: TrainingSettings = Field(default_factory=TrainingSettings)
     harness_critic: HarnessCriticSettings = Field(default_factory=HarnessCriticSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
     openai_api_key: SecretStr | None = None
 
     @model_validator(mode="after")

@@ -3,7 +3,8 @@
 Each role (curriculum, executor, critic, harness_critic) routes to its configured
 litellm model. Transient failures are retried with exponential backoff, and every
 call — successful or not — is recorded as an ``LLMCall`` row with tokens, latency
-and cost where litellm knows it.
+and cost where litellm knows it, linked to its run, episode and step (``tracing.call_context``), with its prompt and
+reply (redacted; ``TracingSettings.store_text``), and traced as a ``chat {model}`` span (``call_trace``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import litellm
 
+from lamarck.platform.llm.call_trace import ChatTrace, chat_trace
 from lamarck.platform.settings import ROLES, GatewaySettings, ModelRoute, ModelRoutes
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -93,20 +95,26 @@ class LLMGateway:
     ) -> ChatResult:
         route = self.route(role)
         kwargs = self._call_kwargs(route, messages, params)
-        started = time.perf_counter()
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                response = litellm.completion(**kwargs)
-            except TRANSIENT_ERRORS as exc:
-                if attempts <= self.settings.retries:
-                    time.sleep(self._backoff(attempts))
-                    continue
-                raise self._failed(role, route, kwargs["model"], exc, started, attempts, run_id, episode_id) from exc
-            except Exception as exc:
-                raise self._failed(role, route, kwargs["model"], exc, started, attempts, run_id, episode_id) from exc
-            return self._succeeded(role, kwargs["model"], response, started, attempts, run_id, episode_id)
+        with chat_trace(role, kwargs, run_id=run_id, episode_id=episode_id, secrets=self._secrets()) as traced:
+            started = time.perf_counter()
+            attempts = 0
+            while True:
+                attempts += 1
+                try:
+                    response = litellm.completion(**kwargs)
+                except TRANSIENT_ERRORS as exc:
+                    if attempts <= self.settings.retries:
+                        time.sleep(self._backoff(attempts))
+                        continue
+                    raise self._failed(role, route, kwargs["model"], exc, started, attempts, traced) from exc
+                except Exception as exc:
+                    raise self._failed(role, route, kwargs["model"], exc, started, attempts, traced) from exc
+                return self._succeeded(role, kwargs["model"], response, started, attempts, traced)
+
+    def _secrets(self) -> list[str]:
+        """The keys this gateway sends, so no stored prompt or reply can keep one."""
+        keys = [route.api_key.get_secret_value() for route in map(self.routes.route, ROLES) if route.api_key]
+        return keys + ([self._default_api_key] if self._default_api_key else [])
 
     async def acomplete(
         self,
@@ -154,8 +162,7 @@ class LLMGateway:
         response: Any,
         started: float,
         attempts: int,
-        run_id: str | None,
-        episode_id: str | None,
+        traced: ChatTrace,
     ) -> ChatResult:
         latency = time.perf_counter() - started
         usage = getattr(response, "usage", None)
@@ -173,18 +180,8 @@ class LLMGateway:
             attempts=attempts,
             raw=response,
         )
-        self._record(
-            role,
-            model,
-            prompt_tokens,
-            completion_tokens,
-            latency,
-            result.cost_usd,
-            attempts,
-            None,
-            run_id,
-            episode_id,
-        )
+        traced.succeeded(response, result.choices, result.finish_reasons, prompt_tokens, completion_tokens, attempts)
+        self._record(role, model, prompt_tokens, completion_tokens, latency, result.cost_usd, attempts, None, traced)
         return result
 
     def _failed(
@@ -195,11 +192,11 @@ class LLMGateway:
         exc: Exception,
         started: float,
         attempts: int,
-        run_id: str | None,
-        episode_id: str | None,
+        traced: ChatTrace,
     ) -> GatewayError:
         reason = _first_line(exc)
-        self._record(role, model, 0, 0, time.perf_counter() - started, None, attempts, reason, run_id, episode_id)
+        traced.failed(exc, reason, attempts)
+        self._record(role, model, 0, 0, time.perf_counter() - started, None, attempts, reason, traced)
         if isinstance(exc, GatewayError):
             return exc
         env = f"LAMARCK_MODELS__{role.upper()}__"
@@ -228,8 +225,7 @@ class LLMGateway:
         cost: float | None,
         attempts: int,
         error: str | None,
-        run_id: str | None,
-        episode_id: str | None,
+        traced: ChatTrace,
     ) -> None:
         if self.db is None:
             return
@@ -246,8 +242,12 @@ class LLMGateway:
                     ok=error is None,
                     error=error,
                     attempts=attempts,
-                    run_id=run_id,
-                    episode_id=episode_id,
+                    run_id=traced.run_id,
+                    episode_id=traced.episode_id,
+                    step=traced.step,
+                    prompt=traced.prompt,
+                    response=traced.response,
+                    trace_id=traced.trace_id,
                 )
         except Exception:
             log.exception("could not record the LLM call for role %s", role)

@@ -214,6 +214,11 @@ class Evaluation(Timestamped, Base):
 
 
 class LLMCall(Timestamped, Base):
+    """One model call through the gateway. ``episode_id`` and ``step`` say which attempt and which of its replies it
+    was (the executor's first step serves all of a task's samples in one call, linked to the first sample's episode);
+    ``prompt`` (the messages) and ``response`` (one text per sample) are redacted, and None while text is off;
+    ``trace_id`` finds its ``chat`` span in the tracing backend."""
+
     __tablename__ = "llm_calls"
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     role: Mapped[str] = mapped_column(String(30), index=True)
@@ -226,7 +231,11 @@ class LLMCall(Timestamped, Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     run_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
-    episode_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    episode_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    step: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    prompt: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    response: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    trace_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
 
 class CapabilityCell(Base):

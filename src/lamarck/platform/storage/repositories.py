@@ -159,13 +159,16 @@ def record_episode(
     generation: int | None = None,
     repaired_from_id: str | None = None,
     idempotency_key: str | None = None,
+    episode_id: str | None = None,
 ) -> Episode:
-    """Store one attempt with its steps. With an idempotency key, a second call returns the first episode."""
+    """Store one attempt with its steps. With an idempotency key, a second call returns the first episode.
+    ``episode_id``: the id the attempt's model calls were already linked to (``Attempt.episode_id``)."""
     if idempotency_key is not None:
         existing = session.scalar(select(Episode).where(Episode.idempotency_key == idempotency_key))
         if existing is not None:
             return existing
     episode = Episode(
+        **({"id": episode_id} if episode_id is not None else {}),
         task_id=task_id,
         model_version=model_version,
         harness_version=harness_version,
@@ -498,6 +501,10 @@ def record_llm_call(
     attempts: int = 1,
     run_id: str | None = None,
     episode_id: str | None = None,
+    step: int | None = None,
+    prompt: list[Any] | None = None,
+    response: list[Any] | None = None,
+    trace_id: str | None = None,
 ) -> LLMCall:
     call = LLMCall(
         role=role,
@@ -511,6 +518,10 @@ def record_llm_call(
         attempts=attempts,
         run_id=run_id,
         episode_id=episode_id,
+        step=step,
+        prompt=prompt,
+        response=response,
+        trace_id=trace_id,
     )
     session.add(call)
     session.flush()
