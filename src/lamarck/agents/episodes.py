@@ -45,6 +45,7 @@ def record_attempts(
                 wall_seconds=attempt.wall_seconds,
                 generation=generation,
                 idempotency_key=key,
+                episode_id=attempt.episode_id,
             )
             ids.append(episode.id)
     return ids

@@ -8,6 +8,8 @@ episode's second step joins other episodes' first steps in the same forward pass
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import logging
@@ -29,6 +31,7 @@ from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.memory.base import RetrievalQuery
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.llm.version_names import version_call
+from lamarck.platform.storage.records import new_id
 from lamarck.platform.storage.trajectory import (
     OBSERVATION_PREFIX,
     STUDENT_OPENING,
@@ -38,6 +41,7 @@ from lamarck.platform.storage.trajectory import (
     Trajectory,
     render_for_model,
 )
+from lamarck.platform.tracing import CallContext, call_context
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +72,7 @@ class ExecutorInput(BaseModel):
 
 
 class Attempt(BaseModel):
+    episode_id: str = Field(default_factory=new_id)  # the attempt's model calls are linked to it before it is stored
     task_index: int
     sample_index: int
     environment: str
@@ -171,12 +176,15 @@ class Executor:
                     for rollout in rollouts_after:
                         if not rollout.done:
                             tally.begin()
-                            pool.submit(step, functools.partial(self._next_step, rollout, request), [rollout])
+                            work = functools.partial(self._next_step, rollout, request)
+                            pool.submit(contextvars.copy_context().run, step, work, [rollout])
                     tally.end()
 
             for group in by_task.values():
                 tally.begin()
-                pool.submit(step, functools.partial(self._first_step, group, request), group)
+                pool.submit(
+                    contextvars.copy_context().run, step, functools.partial(self._first_step, group, request), group
+                )
             tally.wait()
         if tally.error is not None:
             raise tally.error
@@ -282,22 +290,25 @@ class Executor:
 
     def _first_step(self, group: list[_Rollout], request: ExecutorInput) -> float:
         lead = group[0]
-        replies, seconds, tokens = self._ask(lead, request, n=len(group))
+        with _linked(lead, request):
+            replies, seconds, tokens = self._ask(lead, request, n=len(group))
         for rollout, reply in zip(group, replies, strict=False):
             rollout.attempt.prompt_tokens += tokens[0] // max(1, len(group))
             rollout.attempt.completion_tokens += tokens[1] // max(1, len(group))
-            self._advance(rollout, reply)
+            with _linked(rollout, request):
+                self._advance(rollout, reply)
         short = "the model returned fewer samples than asked for"
         for rollout in group[len(replies) :]:
             self._fail(rollout, lead.attempt.failure_reason if not replies and lead.attempt.failure_reason else short)
         return seconds
 
     def _next_step(self, rollout: _Rollout, request: ExecutorInput) -> float:
-        replies, seconds, tokens = self._ask(rollout, request, n=1)
-        rollout.attempt.prompt_tokens += tokens[0]
-        rollout.attempt.completion_tokens += tokens[1]
-        if replies:
-            self._advance(rollout, replies[0])
+        with _linked(rollout, request):
+            replies, seconds, tokens = self._ask(rollout, request, n=1)
+            rollout.attempt.prompt_tokens += tokens[0]
+            rollout.attempt.completion_tokens += tokens[1]
+            if replies:
+                self._advance(rollout, replies[0])
         return seconds
 
     def _ask(self, rollout: _Rollout, request: ExecutorInput, n: int) -> tuple[list[str], float, tuple[int, int]]:
@@ -408,6 +419,11 @@ def student_view(task: TaskSpec, environment: Environment, harness: HarnessSpec)
         STUDENT_OPENING: render_for_model(Trajectory(messages=student_opening(task, environment, harness))),
         STUDENT_TOOLS: tools,
     }
+
+
+def _linked(rollout: _Rollout, request: ExecutorInput) -> contextlib.AbstractContextManager[CallContext]:
+    """Model and tool calls inside belong to this rollout's episode, at its current step."""
+    return call_context(run_id=request.run_id, episode_id=rollout.attempt.episode_id, step=rollout.attempt.steps)
 
 
 def _unusable(task: TaskSpec, environment: Environment | None) -> str | None:

@@ -34,6 +34,7 @@ from lamarck.curriculum.learnable import Cell, CellEvidence
 from lamarck.curriculum.profile import CapabilityProfile
 from lamarck.memory.embedding_stats import EmbeddingCost, stats_of
 from lamarck.memory.lessons import LessonStore
+from lamarck.platform import tracing
 from lamarck.platform.event_types import (
     BudgetExhausted,
     EpisodeFinished,
@@ -80,8 +81,9 @@ NodeMethod = TypeVar("NodeMethod", bound=Callable[["LoopNodes", RunState], RunSt
 
 
 def timed(name: str, *, embeds: bool = False) -> Callable[[NodeMethod], NodeMethod]:
-    """Adds the node's wall time (and, if it ``embeds``, its embedding cost) to the state and tells the listener when
-    it starts and ends. Nodes that run side by side must not both embed: each would count the other's cost."""
+    """Adds the node's wall time (and, if it ``embeds``, its embedding cost) to the state, traces the node as an
+    ``invoke_agent`` span and tells the listener when it starts and ends. Nodes that run side by side must not both
+    embed: each would count the other's cost."""
 
     def wrap(fn: NodeMethod) -> NodeMethod:
         def node(self: LoopNodes, state: RunState) -> RunState:
@@ -89,7 +91,8 @@ def timed(name: str, *, embeds: bool = False) -> Callable[[NodeMethod], NodeMeth
             self._notify(name, generation, finished=False)
             embedded = self._embedding_cost() if embeds else None
             started = time.perf_counter()
-            update = fn(self, state)
+            with tracing.node_span(name, run_id=state.get("run_id"), generation=generation):
+                update = fn(self, state)
             seconds = time.perf_counter() - started
             if embedded is not None:
                 cost = self._embedding_cost() - embedded

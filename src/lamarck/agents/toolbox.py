@@ -8,6 +8,7 @@ from typing import Any
 
 from lamarck.curriculum.environment import ToolSpec
 from lamarck.memory.base import LessonHandle, LessonSource
+from lamarck.platform import tracing
 from lamarck.skills_library.skill import SkillHandle, SkillSource
 
 __all__ = ["LessonHandle", "LessonSource", "SkillHandle", "SkillSource", "Toolbox"]
@@ -41,17 +42,24 @@ class Toolbox:
         return tools_text, skills_text
 
     def call(self, name: str, argument: str) -> str:
-        """Run a tool or skill; failures become the observation text, never an exception."""
+        """Run a tool or skill; failures become the observation text, never an exception. Traced as an
+        ``execute_tool`` span."""
+        with tracing.tool_span(name, argument, kind="extension" if self.is_skill(name) else "function") as span:
+            observation, failed = self._call(name, argument)
+            tracing.tool_result(span, observation, failed=failed)
+        return observation
+
+    def _call(self, name: str, argument: str) -> tuple[str, bool]:
         try:
             for skill in self.skills:
                 if skill.name == name:
-                    return _clip(skill.call(argument))
+                    return _clip(skill.call(argument)), False
             for tool in self.tools:
                 if tool.name == name and tool.fn is not None:
-                    return _clip(tool.fn(**_arguments(tool, argument)))
+                    return _clip(tool.fn(**_arguments(tool, argument))), False
         except Exception as exc:  # a tool's failure is information for the model
-            return f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
-        return f"error: unknown tool {name!r}"
+            return f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "), True
+        return f"error: unknown tool {name!r}", True
 
 
 def _describe_tool(tool: ToolSpec, style: str) -> str:

@@ -270,6 +270,7 @@ def _record(container: Container, resolved: Resolved, attempts: list[Attempt]) -
                 prompt_tokens=attempt.prompt_tokens,
                 completion_tokens=attempt.completion_tokens,
                 wall_seconds=attempt.wall_seconds,
+                episode_id=attempt.episode_id,
             ).id
             for attempt in attempts
         ]

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from lamarck.platform import tracing
 from lamarck.platform.settings import SandboxSettings
 
 logger = logging.getLogger(__name__)
@@ -102,10 +103,16 @@ class Sandbox:
         relative = {_relative(name): text for name, text in (files or {}).items()}
         if self._as_root and self._uid < 0:
             raise SandboxUnavailable(f"sandbox user {self.settings.user!r} does not exist: set LAMARCK_SANDBOX__USER")
-        if self.settings.mode == "bubblewrap":
-            return self._run_bwrap(code, stdin, relative, wall, cpu)
-        logger.warning("sandbox in limits_only mode: no namespaces, the code can read host files and use the network")
-        return self._run_limits_only(code, stdin, relative, wall, cpu)
+        with tracing.sandbox_span(self.settings.mode) as span:
+            if self.settings.mode == "bubblewrap":
+                result = self._run_bwrap(code, stdin, relative, wall, cpu)
+            else:
+                logger.warning(
+                    "sandbox in limits_only mode: no namespaces, the code can read host files and use the network"
+                )
+                result = self._run_limits_only(code, stdin, relative, wall, cpu)
+            tracing.sandbox_result(span, result.exit_code, result.limit_hit, result.wall_seconds)
+        return result
 
     # -- bubblewrap ---------------------------------------------------------------------------------------------
 
