@@ -3,9 +3,12 @@ stored, a failing skill is refused with the verifier's reason, clashes are 409, 
 
 from __future__ import annotations
 
+import time
+
 from fastapi.testclient import TestClient
 
 from lamarck.platform.container import Container
+from lamarck.skills_library.retrieval import SKILLS_COLLECTION
 
 from .conftest import assert_refused_with_one_line, error_of
 
@@ -14,6 +17,18 @@ GCD = (
     "    while b:\n        a, b = b, a % b\n    return a\n"
 )
 GCD_TESTS = "assert gcd(4, 6) == 2\nassert gcd(7, 0) == 7"
+
+
+def _indexed_status(container: Container, name: str, *, until: str = "active") -> object:
+    """The skill's status in the vector index once it is ``until``, or as it is at the deadline."""
+    collection = container.memory.collection(SKILLS_COLLECTION)
+    deadline = time.monotonic() + 600  # the first use loads the embedding model
+    while True:
+        found = collection.get([name])
+        status = found[0].metadata.get("status") if found else None
+        if status == until or time.monotonic() > deadline:
+            return status
+        time.sleep(0.05)
 
 
 def _body(name: str = "gcd", code: str = GCD, tests: str = GCD_TESTS) -> dict[str, str]:
@@ -30,6 +45,7 @@ def test_a_verified_skill_is_stored_indexed_and_versioned(
     assert (skill["name"], skill["version"], skill["provenance"], skill["status"]) == ("gcd", 1, "user", "active")
     assert skill["description"] == "Greatest common divisor." and skill["signature"].startswith("gcd(a: int, b: int)")
     assert client.get("/v1/skills/gcd", headers=keys["read"]).json() == skill
+    assert _indexed_status(container, "gcd") == "active"  # indexed in the background, not by a retrieval's repair
     assert [h.name for h in container.library.retrieve("greatest common divisor of two numbers", k=1)] == ["gcd"]
     assert container.library.call("gcd", "[12, 18]") == "6"  # the stored code runs, in the sandbox
 
@@ -87,6 +103,7 @@ def test_deprecating_a_skill_hides_it_and_keeps_the_reason(
     listed = client.get("/v1/skills?include_deprecated=true", headers=keys["read"]).json()["skills"]
     assert [(s["name"], s["status"]) for s in listed] == [("gcd", "deprecated")]
     assert container.library.retrieve("greatest common divisor", k=3) == []
+    assert _indexed_status(container, "gcd", until="deprecated") == "deprecated"
     events = client.get("/v1/events?types=skill.deprecated", headers=keys["read"]).json()["events"]
     assert [e["payload"] for e in events] == [
         {

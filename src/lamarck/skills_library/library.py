@@ -164,6 +164,13 @@ class SkillLibrary:
         log.info("skill %s deprecated by %s: %s", name, by, reason)
         return view
 
+    def index(self, name: str) -> None:
+        """Index one stored skill as it is now (its status too), e.g. one that a library without the vector memory
+        added or deprecated; nothing without memory or without the skill."""
+        view = self.get(name)
+        if view is not None:
+            self._index(view, None)
+
     # reading
 
     def get(self, name: str) -> SkillView | None:

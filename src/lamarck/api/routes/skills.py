@@ -5,16 +5,19 @@ hand never waits for approval (``ApprovalSettings``: only the loop's own additio
 
 from __future__ import annotations
 
+import logging
+import secrets
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey
+from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey, RunnerDep
 from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_name_cursor, name_cursor
+from lamarck.api.task_runner import TaskRunner
 from lamarck.api.text import NUL_MESSAGE, has_nul
 from lamarck.curriculum.registry import list_environments
 from lamarck.memory.base import MemoryStoreError, RetrievalQuery
@@ -32,6 +35,8 @@ from lamarck.skills_library.skill import (
     check_tests,
     code_digest,
 )
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["skills"], responses=documented(*KEYED_ERRORS), dependencies=[Depends(known_query_only)])
 
@@ -245,13 +250,18 @@ def _detail(view: SkillView) -> SkillDetail:
     )
 
 
-def _indexing_library(container: Container) -> SkillLibrary:
-    """The library that also indexes what it adds, so retrieval finds it; without the vector memory the skill is
-    still stored (SQL is the truth) and the next library to retrieve indexes it."""
-    try:
-        return container.library
-    except MemoryStoreError:
-        return _library(container)
+def _index_later(container: Container, runner: TaskRunner, name: str) -> None:
+    """Index the skill as it now is in the background: loading the vector memory's embedding model can take longer
+    than a request should wait. SQL is the truth meanwhile (retrieval reads each skill's status there), and a skill
+    left unindexed is indexed by the next library that retrieves."""
+
+    def work() -> None:
+        try:
+            container.library.index(name)
+        except MemoryStoreError as exc:
+            log.warning("skill %s stored but not indexed: %s", name, exc)
+
+    runner.submit_work(f"skill-index:{name}:{secrets.token_hex(4)}", work)
 
 
 def _refuse_clash(container: Container, body: SkillCreate) -> None:
@@ -280,15 +290,16 @@ def _refuse_clash(container: Container, body: SkillCreate) -> None:
     responses=WRITE_ERRORS,
     summary="Add a skill (or a new version of one): its tests must pass in the sandbox first",
 )
-async def add_skill(body: SkillCreate, response: Response, container: ContainerDep, _: ModelsKey) -> SkillDetail:
+async def add_skill(
+    body: SkillCreate, response: Response, container: ContainerDep, runner: RunnerDep, _: ModelsKey
+) -> SkillDetail:
     try:
         analyse(body.code, body.name)
         check_tests(body.tests)
     except SkillError as exc:
         raise ApiError(422, f"skill {body.name}: {exc}: fix it and send it again", code="invalid_skill") from None
     await run_in_threadpool(_refuse_clash, container, body)
-    library = await run_in_threadpool(_indexing_library, container)
-    result = await run_in_threadpool(library.add, body.candidate())  # the sandbox takes seconds: off the event loop
+    result = await run_in_threadpool(_library(container).add, body.candidate())  # the sandbox takes seconds
     if result.status == "unchanged":
         raise ApiError(409, f"skill {body.name!r} was just added with this code: change the code for a new version")
     if result.status == "rejected":
@@ -301,6 +312,7 @@ async def add_skill(body: SkillCreate, response: Response, container: ContainerD
     view = await run_in_threadpool(_library(container).get, body.name)
     if view is None:  # deleted between the write and this read
         raise ApiError(404, f"no skill {body.name!r}: list them with GET /v1/skills")
+    _index_later(container, runner, view.name)
     response.headers["Location"] = f"/v1/skills/{view.name}"
     return _detail(view)
 
@@ -312,11 +324,14 @@ async def add_skill(body: SkillCreate, response: Response, container: ContainerD
     responses=WRITE_ERRORS,
     summary="Deprecate a skill: it is no longer offered to the executor (a new version revives it)",
 )
-def deprecate_skill(name: SkillName, body: DeprecateBody, container: ContainerDep, key: ModelsKey) -> SkillDetail:
+def deprecate_skill(
+    name: SkillName, body: DeprecateBody, container: ContainerDep, runner: RunnerDep, key: ModelsKey
+) -> SkillDetail:
     try:
-        view = _indexing_library(container).deprecate(name, reason=body.reason, by=key.key_id)
+        view = _library(container).deprecate(name, reason=body.reason, by=key.key_id)
     except UnknownSkill:
         raise ApiError(404, f"no skill {name!r}: list them with GET /v1/skills") from None
     except SkillError as exc:
         raise ApiError(409, str(exc)) from None
+    _index_later(container, runner, name)
     return _detail(view)
