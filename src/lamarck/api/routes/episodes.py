@@ -255,6 +255,58 @@ def get_episode(episode_id: EpisodeId, container: ContainerDep, _: ReadKey) -> E
         )
 
 
+class ModelCall(BaseModel):
+    """One model call an episode made (or, for the executor's first step with several samples, shared)."""
+
+    id: str
+    role: str
+    model: str
+    step: int | None = Field(description="The attempt's step the call answered: 0 for its first reply.")
+    ok: bool
+    error: str | None
+    attempts: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    prompt: list[JsonValue] | None = Field(
+        description="The messages sent, secrets redacted; null when tracing.store_text was off."
+    )
+    response: list[str] | None = Field(description="The reply, one text per sample, secrets redacted; null as above.")
+    trace_id: str | None = Field(description="The OpenTelemetry trace holding the call's `chat` span.")
+    created_at: UtcDatetime
+
+
+@router.get(
+    "/episodes/{episode_id}/model-calls",
+    operation_id="listEpisodeModelCalls",
+    response_model=list[ModelCall],
+    responses=ERRORS,
+    summary="The model calls an episode made, in order, with their prompt and reply",
+)
+def list_episode_model_calls(episode_id: EpisodeId, container: ContainerDep, _: ReadKey) -> list[ModelCall]:
+    with container.db.session() as session:
+        repo.get_episode(session, episode_id=episode_id)
+        return [
+            ModelCall(
+                id=call.id,
+                role=call.role,
+                model=call.model,
+                step=call.step,
+                ok=call.ok,
+                error=call.error,
+                attempts=call.attempts,
+                prompt_tokens=call.prompt_tokens,
+                completion_tokens=call.completion_tokens,
+                latency_s=call.latency_s,
+                prompt=list(call.prompt) if call.prompt is not None else None,
+                response=[str(text) for text in call.response] if call.response is not None else None,
+                trace_id=call.trace_id,
+                created_at=call.created_at,
+            )
+            for call in repo.llm_calls_for_episode(session, episode_id=episode_id)
+        ]
+
+
 def _load(session: Session, episode_id: str) -> tuple[Episode, Task]:
     episode = repo.get_episode(session, episode_id=episode_id)
     return episode, repo.get_task(session, task_id=episode.task_id)

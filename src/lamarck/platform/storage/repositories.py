@@ -528,6 +528,12 @@ def record_llm_call(
     return call
 
 
+def llm_calls_for_episode(session: Session, *, episode_id: str) -> list[LLMCall]:
+    """The model calls linked to an episode, in the order they were made."""
+    query = select(LLMCall).where(LLMCall.episode_id == episode_id).order_by(LLMCall.created_at, LLMCall.step)
+    return list(session.scalars(query))
+
+
 def llm_usage(session: Session, *, run_id: str | None = None) -> dict[str, float]:
     query = select(
         func.count(LLMCall.id),
