@@ -202,3 +202,24 @@ def test_the_real_model_is_evaluated_on_a_held_out_slice(
         calls = session.scalar(select(func.count()).select_from(LLMCall)) or 0  # model calls, through the gateway
     assert calls > 0
     container.close()
+
+
+def test_the_openapi_document_names_the_new_writes_with_examples(client: TestClient) -> None:
+    doc = client.get("/openapi.json").json()
+    operations = {
+        ("post", "/v1/skills"): ("addSkill", "201"),
+        ("post", "/v1/skills/{name}/deprecate"): ("deprecateSkill", "200"),
+        ("post", "/v1/evaluations"): ("createEvaluation", "202"),
+        ("get", "/v1/evaluations"): ("listEvaluations", "200"),
+        ("get", "/v1/evaluations/{evaluation_id}"): ("getEvaluation", "200"),
+    }
+    for (method, path), (operation_id, success) in operations.items():
+        operation = doc["paths"][path][method]
+        assert operation["operationId"] == operation_id and success in operation["responses"]
+        for status in ("401", "403", "422"):
+            assert operation["responses"][status]["content"]["application/json"]["schema"]["$ref"].endswith(
+                "ErrorResponse"
+            )
+    schemas = doc["components"]["schemas"]
+    for name in ("SkillCreate", "DeprecateBody", "EvaluationCreate", "EvaluationPublic"):
+        assert schemas[name]["examples"], name
