@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from lamarck.agents.evaluation import heldout_tasks, release_harness
+from lamarck.agents.evaluation import default_harness_for, heldout_tasks, release_harness
 from lamarck.api.app import create_app
 from lamarck.api.keys import Scope, create_key
 from lamarck.curriculum.registry import get_environment
@@ -68,6 +68,21 @@ def test_an_evaluation_runs_in_the_pool_and_is_recorded(
     listed = client.get("/v1/evaluations?environment=arithmetic&model_version=smollm2-135m", headers=keys["read"])
     assert [e["id"] for e in listed.json()["evaluations"]] == [done["id"]]
     assert "per_task" not in listed.json()["evaluations"][0]
+
+
+def test_an_evaluation_runs_the_harness_and_model_it_names(
+    client: TestClient, container: Container, keys: dict[str, dict[str, str]]
+) -> None:
+    with container.db.session() as session:
+        repo.register_model_version(session, version_id="smollm2-135m-ft-1", base="smollm2-135m", status="candidate")
+    body = {"environment": "string_ops", "model_version": "smollm2-135m-ft-1", "harness_version": "default"}
+    asked = client.post("/v1/evaluations", json={**body, "limit": 2, "samples": 2}, headers=keys["models"])
+    assert asked.status_code == 202, asked.text
+    done = _wait(client, asked.headers["Location"], keys["read"], ("succeeded", "failed"))
+    assert done["status"] == "succeeded", done
+    assert done["harness_version"] == default_harness_for(get_environment("string_ops")).version_id
+    assert (done["model_version"], done["n_tasks"], done["samples"]) == ("smollm2-135m-ft-1", 2, 2)
+    assert done["eval_set"] == heldout_tasks(get_environment("string_ops"), per_level=1, limit=2)[1]
 
 
 def test_evaluations_list_newest_first_with_filters_and_cursors(

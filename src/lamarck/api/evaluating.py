@@ -131,22 +131,29 @@ Outcome = Literal["succeeded", "failed"]
 
 
 def run(container: Container, evaluation_id: str) -> Outcome | None:
-    """Run one queued evaluation and record how it ended; None when it was not queued (already taken)."""
+    """Run one queued evaluation of exactly the release and tasks its row names, and record how it ended; None when
+    it was not queued (already taken)."""
     with container.db.session() as session:
         evaluation = api_repo.start_evaluation(session, evaluation_id=evaluation_id)
         if evaluation is None:
             return None
         request = EvaluationCreate.model_validate((evaluation.decision or {}).get("request") or {})
+        model_version, harness_version = evaluation.model_version or DEFAULT_MODEL_VERSION, evaluation.harness_version
+        eval_set = evaluation.eval_set
     try:
-        checked = check(container, request)  # what existed when it was asked for may be gone
+        env = get_environment(request.environment, sandbox=container.sandbox)
+        harness = _pinned_harness(container, env, harness_version)
+        tasks, now = heldout_tasks(env, per_level=request.per_level, limit=request.limit)
+        if now != eval_set:
+            raise EvaluationInputError(f"{env.name}'s held-out set changed since it was asked for ({now}): ask again")
         result = evaluate(
             container.gateway,
-            checked.environment,
-            checked.tasks,
-            checked.model_version,
-            checked.harness,
+            env,
+            tasks,
+            model_version,
+            harness,
             samples=request.samples,
-            eval_set=checked.eval_set,
+            eval_set=eval_set,
             max_concurrency=container.settings.engine.max_batch_size,
         )
     except (EvaluationError, EvaluationInputError, LookupError, ValueError) as exc:
@@ -160,6 +167,16 @@ def run(container: Container, evaluation_id: str) -> Outcome | None:
             session, evaluation_id=evaluation_id, score=result.score, per_task=result.per_task, details=details
         )
     return "succeeded"
+
+
+def _pinned_harness(container: Container, env: Environment, harness_version: str | None) -> HarnessSpec:
+    """The harness the row names (a later promotion does not change what was asked for): the environment's root
+    harness, which need not be archived, or an archived one."""
+    default = default_harness_for(env)
+    if harness_version is None or harness_version == default.version_id:
+        return default
+    with container.db.session() as session:
+        return load_harness(session, harness_id=harness_version)
 
 
 def _finish(container: Container, evaluation_id: str, *, error: str) -> Outcome:
