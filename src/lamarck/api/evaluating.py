@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from lamarck.agents.evaluation import (
@@ -22,7 +22,7 @@ from lamarck.agents.evaluation import (
     release_harness,
 )
 from lamarck.agents.harness import HarnessSpec, load_harness
-from lamarck.api.text import NUL_MESSAGE, has_nul
+from lamarck.api.text import NulFreeBody
 from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.heldout import RESERVED_PER_LEVEL
 from lamarck.curriculum.registry import get_environment
@@ -45,7 +45,7 @@ class EvaluationInputError(ValueError):
     """A request that names something that does not exist, or asks for too much; one line naming what exists."""
 
 
-class EvaluationCreate(BaseModel):
+class EvaluationCreate(NulFreeBody):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={"examples": [{"environment": "arithmetic", "per_level": 1}]},
@@ -64,13 +64,6 @@ class EvaluationCreate(BaseModel):
         None, ge=1, le=MAX_TASKS, description="Only the first N tasks of the set (an evaluation-only set is whole)."
     )
     samples: int = Field(1, ge=1, le=16, description="Greedy attempts per task.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nul(cls, data: object) -> object:
-        if has_nul(data):
-            raise ValueError(NUL_MESSAGE)
-        return data
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from lamarck.agents.runs import RunConfig
 from lamarck.agents.summary import GenerationSummary
 from lamarck.api.solving import TaskRequest, TaskResult
-from lamarck.api.text import NUL_MESSAGE, has_nul
+from lamarck.api.text import NulFreeBody
 from lamarck.api.times import UtcDatetime
 
 TaskStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -96,7 +96,7 @@ class RunPublic(BaseModel):
     finished_at: UtcDatetime | None
 
 
-class RunCreate(BaseModel):
+class RunCreate(NulFreeBody):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
@@ -108,13 +108,6 @@ class RunCreate(BaseModel):
 
     name: str = Field("", max_length=200)
     config: RunConfig
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nul(cls, data: object) -> object:
-        if has_nul(data):
-            raise ValueError(NUL_MESSAGE)
-        return data
 
 
 class RunPage(BaseModel):

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from lamarck.agents.evaluation import release_harness, verify_answer
 from lamarck.agents.executor import Attempt, Executor, ExecutorInput
 from lamarck.agents.harness import HarnessSpec, load_harness
-from lamarck.api.text import NUL_MESSAGE, has_nul
+from lamarck.api.text import NulFreeBody
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec, ToolSpec, TrainingNotAllowed
 from lamarck.curriculum.registry import UnknownEnvironment, get_environment
 from lamarck.platform.container import Container
@@ -38,7 +38,7 @@ class TaskError(ValueError):
     """A task that cannot be solved as asked; the message is one line and says what to fix."""
 
 
-class TaskRequest(BaseModel):
+class TaskRequest(NulFreeBody):
     """One task for the executor."""
 
     model_config = ConfigDict(
@@ -61,13 +61,6 @@ class TaskRequest(BaseModel):
     model_version: str | None = Field(None, max_length=100, description="Default: the champion.")
     harness_version: str | None = Field(None, max_length=100, description="Default: the environment's served harness.")
     samples: int = Field(1, ge=1, le=16, description="Attempts at the task; the answer is the most common one.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nul(cls, data: object) -> object:
-        if has_nul(data):
-            raise ValueError(NUL_MESSAGE)
-        return data
 
     @field_validator("prompt")
     @classmethod

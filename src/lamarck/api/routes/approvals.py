@@ -16,7 +16,7 @@ from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey
 from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_cursor, next_cursor
-from lamarck.api.text import ID_PATTERN, NUL_MESSAGE, has_nul
+from lamarck.api.text import ID_PATTERN, given_reason
 from lamarck.api.times import UtcDatetime
 from lamarck.platform.storage import approvals
 from lamarck.platform.storage.approvals import ApprovalKind, ApprovalStatus
@@ -56,11 +56,7 @@ class DecisionBody(BaseModel):
     @field_validator("reason")
     @classmethod
     def _text(cls, reason: str) -> str:
-        if has_nul(reason):
-            raise ValueError(NUL_MESSAGE)
-        if not reason.strip():
-            raise ValueError("give a reason: it is kept with the decision")
-        return reason.strip()
+        return given_reason(reason, "the decision")
 
 
 @router.get(

@@ -11,14 +11,14 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey, RunnerDep
 from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_name_cursor, name_cursor
 from lamarck.api.task_runner import TaskRunner
-from lamarck.api.text import NUL_MESSAGE, has_nul
+from lamarck.api.text import NUL_MESSAGE, NulFreeBody, given_reason, has_nul
 from lamarck.curriculum.registry import list_environments
 from lamarck.memory.base import MemoryStoreError, RetrievalQuery
 from lamarck.platform.container import Container
@@ -190,7 +190,7 @@ def search_lessons(
     return LessonHits(query=q, lessons=lessons)
 
 
-class SkillCreate(BaseModel):
+class SkillCreate(NulFreeBody):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
@@ -212,13 +212,6 @@ class SkillCreate(BaseModel):
     tests: str = Field(min_length=1, max_length=MAX_SOURCE, description="Assert-based tests, run in the sandbox.")
     description: str = Field("", max_length=500, description="Shown in listings; default: the docstring's first line.")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nul(cls, data: object) -> object:
-        if has_nul(data):
-            raise ValueError(NUL_MESSAGE)
-        return data
-
     def candidate(self) -> SkillCandidate:
         return SkillCandidate(name=self.name, code=self.code, tests=self.tests, description=self.description.strip())
 
@@ -233,11 +226,7 @@ class DeprecateBody(BaseModel):
     @field_validator("reason")
     @classmethod
     def _text(cls, reason: str) -> str:
-        if has_nul(reason):
-            raise ValueError(NUL_MESSAGE)
-        if not reason.strip():
-            raise ValueError("give a reason: it is kept with the deprecation")
-        return reason.strip()
+        return given_reason(reason, "the deprecation")
 
 
 def _detail(view: SkillView) -> SkillDetail:
