@@ -69,3 +69,10 @@ def test_a_generation_is_one_readable_trace(sqlite_db: Database, tmp_path: Path,
     assert tools and {(s.attributes or {})["lamarck.episode.id"] for s in tools} == set(episodes)
     trace_ids = {c.trace_id for c in executor_calls}
     assert trace_ids == {f"{execute.context.trace_id:032x}"}
+    critique = nodes["critique"]
+    judged = [
+        s for s in finished if s.name.startswith("chat ") and (s.attributes or {}).get("lamarck.role") == "critic"
+    ]
+    assert len(judged) == len([c for c in calls if c.role == "critic"]) > 0
+    assert critique.context is not None
+    assert all(_parent_id(s) == critique.context.span_id for s in judged)  # the judges' threads keep the node's trace

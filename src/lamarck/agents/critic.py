@@ -16,6 +16,7 @@ The judge's lessons are embedded together, in one call per review, then stored i
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -150,7 +151,8 @@ class Critic:
         if self.gateway is None or not episodes:
             return {}
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            replies = pool.map(lambda e: self._judge(e, request.run_id), episodes)
+            contexts = [contextvars.copy_context() for _ in episodes]  # so each judge's spans stay under this node
+            replies = pool.map(lambda c, e: c.run(self._judge, e, request.run_id), contexts, episodes)
             return {e.episode_id: reply for e, reply in zip(episodes, replies, strict=True)}
 
     def _repair_all(
@@ -169,7 +171,9 @@ class Critic:
             return self._repair(episode, judge.first_error if judge else None, request.run_id)
 
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            return {e.episode_id: t for e, t in zip(failed, pool.map(repair, failed), strict=True)}
+            contexts = [contextvars.copy_context() for _ in failed]
+            repaired = pool.map(lambda c, e: c.run(repair, e), contexts, failed)
+            return {e.episode_id: t for e, t in zip(failed, repaired, strict=True)}
 
     def _verify(self, episode: EpisodeForReview) -> Reward | None:
         """The verifier's reward, or None where the task has no verifier (user-submitted tasks)."""
