@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 
 from lamarck.agents.teacher import LADDER, HintLevel
 from lamarck.curriculum.registry import get_environment
-from lamarck.platform.llm.gateway import LOCAL_PREFIX, LLMGateway
+from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.llm.version_names import version_call
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -111,7 +112,7 @@ def validate_config(config: RunConfig, db: Database, gateway: LLMGateway) -> Non
             raise RunError(f"harness given for {name!r}, which is not one of the run's environments")
     route = gateway.route("executor")
     with db.session() as session:
-        if route.model.startswith(LOCAL_PREFIX) and route.api_base is None:
+        if version_call(route, config.model_version) is not None:  # a route that serves versions must know it
             repo.get_model_version(session, version_id=config.model_version)
         for harness_id in config.harnesses.values():
             repo.get_harness(session, harness_id=harness_id)

@@ -25,7 +25,7 @@ from lamarck.api.text import NulFreeBody
 from lamarck.curriculum.environment import Environment, Reward, TaskSpec, ToolSpec, TrainingNotAllowed
 from lamarck.curriculum.registry import UnknownEnvironment, get_environment
 from lamarck.platform.container import Container
-from lamarck.platform.llm.gateway import LOCAL_PREFIX
+from lamarck.platform.llm.version_names import version_call
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.repositories import NotFound
@@ -143,7 +143,7 @@ def resolve(container: Container, request: TaskRequest) -> Resolved:
             champion = repo.promoted_model_version(session)
             model_version = champion.id if champion is not None else DEFAULT_MODEL_VERSION
         route = container.gateway.route("executor")
-        must_exist = request.model_version is not None or (route.model.startswith(LOCAL_PREFIX) and not route.api_base)
+        must_exist = request.model_version is not None or version_call(route, model_version) is not None
         if must_exist:
             try:
                 repo.get_model_version(session, version_id=model_version)

@@ -469,7 +469,7 @@ def _eval_inputs(container: Container, env: str, model: str | None, harness: str
     from lamarck.agents.evaluation import default_harness_for, release_harness
     from lamarck.agents.harness import load_harness
     from lamarck.curriculum.registry import get_environment
-    from lamarck.platform.llm.gateway import LOCAL_PREFIX
+    from lamarck.platform.llm.version_names import version_call
     from lamarck.platform.settings import DEFAULT_MODEL_VERSION
     from lamarck.platform.storage import repositories as repo
 
@@ -479,7 +479,7 @@ def _eval_inputs(container: Container, env: str, model: str | None, harness: str
         if model is None:
             champion = repo.promoted_model_version(session)
             model = champion.id if champion is not None else DEFAULT_MODEL_VERSION
-        if route.model.startswith(LOCAL_PREFIX) and route.api_base is None:
+        if version_call(route, model) is not None:
             repo.get_model_version(session, version_id=model)
         if harness not in ("default", "release"):
             spec = load_harness(session, harness_id=harness)
