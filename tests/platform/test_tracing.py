@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -258,7 +259,7 @@ def test_a_collector_that_is_down_costs_one_log_line_and_no_spans(
     line = lines[0].getMessage()
     assert lines[0].name == "lamarck.platform.otlp" and "\n" not in line
     assert endpoint in line and "unreachable" in line and "LAMARCK_TRACING__OTLP_ENDPOINT" in line
-    assert "Connection refused" in line
+    assert re.search(r"unreachable \(.+\)", line)  # the cause: refused, or timed out on a loaded machine
     assert exporter.down and exporter.held == 2
 
     _Collector.received = []
