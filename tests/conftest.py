@@ -8,7 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from lamarck.platform import tracing
+from lamarck.platform.settings import TracingSettings
 from lamarck.platform.storage import migrate
 from lamarck.platform.storage.database import Database
 
@@ -20,6 +24,20 @@ REDIS_URL = os.environ.get("LAMARCK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"
 SERVICE_MARKS = ("postgres", "redis", "bubblewrap", "chromium")
 
 _service_skips: list[str] = []
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Every span finished during the test, from tracing with default settings (no exporter but this one)."""
+    exporter = InMemorySpanExporter()
+    processor = SimpleSpanProcessor(exporter)
+    tracing.configure(TracingSettings())
+    tracing.add_span_processor(processor)
+    try:
+        yield exporter
+    finally:
+        tracing.remove_span_processor(processor)
+        tracing.configure(TracingSettings())
 
 
 @pytest.fixture(autouse=True)

@@ -3,32 +3,15 @@ executor call is linked to a stored episode and step. Scripted models here; test
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import select
 from test_orchestrator_support import scripted_orchestrator, small_config
 
-from lamarck.platform import tracing
-from lamarck.platform.settings import TracingSettings
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import Episode, LLMCall
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    processor = SimpleSpanProcessor(exporter)
-    tracing.add_span_processor(processor)
-    try:
-        yield exporter
-    finally:
-        tracing.remove_span_processor(processor)
-        tracing.configure(TracingSettings())
 
 
 def _parent_id(span: ReadableSpan) -> int | None:

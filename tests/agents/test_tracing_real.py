@@ -3,12 +3,10 @@ the episode they served, and the spans read back show the graph node, its chat c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import select
 from test_orchestrator_support import make_container
@@ -19,22 +17,9 @@ from lamarck.agents.orchestrator import Orchestrator
 from lamarck.agents.runs import RunConfig
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.memory.chroma import ChromaMemory
-from lamarck.platform import tracing
-from lamarck.platform.settings import DEFAULT_MODEL_VERSION, TracingSettings
+from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Episode, LLMCall
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    processor = SimpleSpanProcessor(exporter)
-    tracing.add_span_processor(processor)
-    try:
-        yield exporter
-    finally:
-        tracing.remove_span_processor(processor)
-        tracing.configure(TracingSettings())
 
 
 def _children(spans: list[ReadableSpan], parent: ReadableSpan, prefix: str) -> list[ReadableSpan]:

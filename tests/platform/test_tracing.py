@@ -16,7 +16,6 @@ import litellm
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import SecretStr
@@ -41,19 +40,6 @@ from lamarck.platform.storage.records import LLMCall
 from lamarck.testing import ScriptedLLM, scripted_provider
 
 ROUTE_KEY = "route-key-0123456789"
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    processor = SimpleSpanProcessor(exporter)
-    tracing.configure(TracingSettings())
-    tracing.add_span_processor(processor)
-    try:
-        yield exporter
-    finally:
-        tracing.remove_span_processor(processor)
-        tracing.configure(TracingSettings())
 
 
 @pytest.fixture
