@@ -86,6 +86,24 @@ def test_gate_evaluator_reuses_a_stored_evaluation_of_the_same_model_and_tasks(s
     assert first == again == [True, True, True]
 
 
+def test_gate_evaluator_runs_only_the_tasks_a_model_has_not_met_on_the_slice(sqlite_db: Database) -> None:
+    """A candidate's gate that looks closely at other levels shares most tasks with the last one: the champion's
+    stored results are reused task by task."""
+    tasks = heldout_set("arithmetic", per_level=2)
+    first, wider = tasks[::2], tasks  # the wider set holds every task of the first and as many new ones
+    llm = _answers_right(tasks)
+    gateway = LLMGateway(ModelRoutes(executor=ModelRoute(model="scripted/x")), GatewaySettings(retries=0))
+    evaluator = gate_evaluator(gateway, {"arithmetic": ArithmeticEnv()}, sqlite_db)
+    with scripted_provider(llm):
+        assert evaluator("champion-a", "arithmetic", first) == [True] * len(first)
+        asked = {call["messages"][-1]["content"] for call in llm.calls}
+        before = len(llm.calls)
+        assert evaluator("champion-a", "arithmetic", wider) == [True] * len(wider)
+        again = {call["messages"][-1]["content"] for call in llm.calls[before:]}
+    assert again and not again & asked, "a task the champion already met was run again"
+    assert again == {task.prompt for task in tasks[1::2]}
+
+
 def test_schedules_one_job_at_a_time_and_reports_a_failed_one(tmp_path: Path, sqlite_db: Database) -> None:
     container = _container(tmp_path, sqlite_db, min_new_episodes=2)
     sent: list[dict[str, Any]] = []

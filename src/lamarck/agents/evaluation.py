@@ -188,29 +188,35 @@ def gate_evaluator(
     """The distillation gate's evaluator: pass/fail per held-out task (or, with ``slice_="dev"``, per development
     task), in order, under the environment's release harness (its promoted harness; the default without ``db``).
 
-    With ``db``, every evaluation is stored and an earlier one of the same model, harness and tasks is reused:
-    the champion is evaluated once, not once per candidate, so every candidate meets the same record (greedy
-    output barely depends on batching, but with llama.cpp a rare task flips with the batch's composition).
+    With ``db``, every evaluation is stored and a task this model and harness already met on the same slice is not
+    run again: the champion is evaluated once per task, not once per candidate, even when a candidate's gate looks
+    closely at other levels (greedy output barely depends on batching, but with llama.cpp a rare task flips with the
+    batch's composition, so every candidate meets the same record). Tasks are matched by their slice id; a set with
+    a task that has none is evaluated whole.
     """
 
     def evaluator(model_version: str, environment: str, tasks: Sequence[TaskSpec]) -> list[bool]:
         env = environments[environment]
         harness = release_harness(db, env) if db is not None else default_harness_for(env)
-        eval_set = f"{set_name(env.name, slice_=slice_)}/{slice_}@{tasks_digest(tasks)[:12]}"
-        per_task: dict[str, float] | None = None
-        if db is not None:
+        keys = [_key(task, index) for index, task in enumerate(tasks)]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"{environment}: held-out tasks must have distinct ids to be compared one by one")
+        prefix = f"{set_name(env.name, slice_=slice_)}/{slice_}@"
+        by_id = all(task.source_id for task in tasks)
+        known: dict[str, float] = {}
+        if db is not None and by_id:
             with db.session() as session:
-                found = repo.find_evaluation(
-                    session, model_version=model_version, harness_version=harness.version_id, eval_set=eval_set
-                )
-                per_task = dict(found.per_task) if found is not None else None
-        if per_task is None:
-            result = evaluate(gateway, env, tasks, model_version, harness, eval_set=eval_set)
+                for found in repo.evaluations_on(
+                    session, model_version=model_version, harness_version=harness.version_id, eval_set_prefix=prefix
+                ):
+                    known.update(found.per_task)
+        missing = [task for task, key in zip(tasks, keys, strict=True) if key not in known]
+        if missing:
+            eval_set = f"{prefix}{tasks_digest(missing)[:12]}"
+            result = evaluate(gateway, env, missing, model_version, harness, eval_set=eval_set)
             if db is not None:
                 store_evaluation(db, result)
-            per_task = result.per_task
-        if len(per_task) != len(tasks):
-            raise ValueError(f"{environment}: held-out tasks must have distinct ids to be compared one by one")
-        return [per_task[_key(task, index)] >= 0.5 for index, task in enumerate(tasks)]
+            known.update(result.per_task)
+        return [known[key] >= 0.5 for key in keys]
 
     return evaluator

@@ -459,6 +459,25 @@ def add_evaluation(
     return evaluation
 
 
+def evaluations_on(
+    session: Session, *, model_version: str, harness_version: str, eval_set_prefix: str, kind: str = "heldout"
+) -> list[Evaluation]:
+    """Every evaluation of this model and harness on a task set whose name starts with ``eval_set_prefix`` (one
+    slice of one environment), oldest first."""
+    return list(
+        session.scalars(
+            select(Evaluation)
+            .where(
+                Evaluation.model_version == model_version,
+                Evaluation.harness_version == harness_version,
+                Evaluation.eval_set.startswith(eval_set_prefix, autoescape=True),
+                Evaluation.kind == kind,
+            )
+            .order_by(Evaluation.created_at, Evaluation.id)
+        )
+    )
+
+
 def find_evaluation(
     session: Session, *, model_version: str, harness_version: str, eval_set: str, kind: str = "heldout"
 ) -> Evaluation | None:
