@@ -62,6 +62,8 @@ def make_container(args: argparse.Namespace) -> Container:
         gate_looks=args.gate_looks,
         gate_focus_per_level=args.gate_focus,
         gate_harm_alpha=args.gate_harm_alpha,
+        train_from=args.train_from,
+        cap_per_cell=args.cap_per_cell,
     )
     settings = Settings(data_dir=work, training=training)
     container = Container(settings)
@@ -435,6 +437,18 @@ def main() -> None:
         type=float,
         default=TrainingSettings().gate_harm_alpha,
         help="significance of the harm test that guards the gate's other environments",
+    )
+    parser.add_argument(
+        "--train-from",
+        choices=["champion", "base"],
+        default=TrainingSettings().train_from,
+        help="a job warm-starts from the champion on the rows since it, or trains from the base on every row (ReST-EM)",
+    )
+    parser.add_argument(
+        "--cap-per-cell",
+        type=int,
+        default=TrainingSettings().cap_per_cell,
+        help="rows per environment x level in one dataset (a job from the base holds every row so far)",
     )
     parser.add_argument("--train-batch", type=int, default=4)
     parser.add_argument("--rank", type=int, default=16)

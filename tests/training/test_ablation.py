@@ -14,7 +14,7 @@ from lamarck.platform.settings import DEFAULT_MODEL_VERSION, Settings, TrainingS
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.training import pipeline
-from lamarck.training.ablation import PRIVILEGED_HINTS, ablate, lineage, without_hints
+from lamarck.training.ablation import PRIVILEGED_HINTS, ablate, lineage, replayed_jobs, without_hints
 from lamarck.training.dataset_io import save_dataset
 from lamarck.training.traces_to_rows import DistillationSet, TrainingRow, dataset_digest
 
@@ -31,7 +31,7 @@ def _row(hint: str, index: int = 0) -> TrainingRow:
     )
 
 
-def _register_chain(db: Database, digests: list[str]) -> list[str]:
+def _register_chain(db: Database, digests: list[str], starts: list[str] | None = None) -> list[str]:
     versions, parent = [], DEFAULT_MODEL_VERSION
     with db.session() as session:
         repo.register_model_version(
@@ -40,7 +40,12 @@ def _register_chain(db: Database, digests: list[str]) -> list[str]:
         for index, digest in enumerate(digests):
             version = f"ft-{index}"
             repo.register_model_version(
-                session, version_id=version, base=DEFAULT_MODEL_VERSION, parent_id=parent, dataset_digest=digest
+                session,
+                version_id=version,
+                base=DEFAULT_MODEL_VERSION,
+                parent_id=parent,
+                dataset_digest=digest,
+                training_metrics={"train_from": starts[index]} if starts else {},
             )
             versions.append(version)
             parent = version
@@ -53,6 +58,14 @@ def test_lineage_runs_from_the_first_job_to_the_version(sqlite_db: Database) -> 
         assert lineage(session, versions[-1]) == versions
         assert lineage(session, versions[0]) == versions[:1]
         assert lineage(session, DEFAULT_MODEL_VERSION) == []
+
+
+def test_the_replay_starts_at_the_last_job_that_trained_from_the_base(sqlite_db: Database) -> None:
+    versions = _register_chain(sqlite_db, ["a", "b", "c", "d"], starts=["champion", "base", "base", "champion"])
+    with sqlite_db.session() as session:
+        assert replayed_jobs(session, versions[-1]) == [("ft-2", "c"), ("ft-3", "d")]
+        assert replayed_jobs(session, versions[1]) == [("ft-1", "b")]
+        assert replayed_jobs(session, versions[0]) == [("ft-0", "a")]
 
 
 def test_only_privileged_hint_rows_are_dropped() -> None:

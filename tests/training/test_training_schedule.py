@@ -12,7 +12,7 @@ from lamarck.platform.events import EventBus
 from lamarck.platform.settings import Settings, TrainingSettings
 from lamarck.platform.storage.database import Database
 from lamarck.training import registry
-from lamarck.training.dataset_io import dataset_dir
+from lamarck.training.dataset_io import dataset_dir, load_dataset
 from lamarck.training.pipeline import maybe_schedule_distillation
 
 
@@ -92,10 +92,69 @@ def test_a_dataset_with_too_few_rows_new_to_the_parents_jobs_is_not_queued(tmp_p
         add_episode(sqlite_db, task, prompt)
         again = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
         assert not again.scheduled and "only 1 of 5 rows are new" in again.reason and len(sent) == 1
-        assert "50% of the 4 rows its largest job trained on" in again.reason
+        assert "50% of the 4 new rows its largest job trained on" in again.reason
         task, prompt = add_task(sqlite_db, seed=411)  # two new of six: a third of this dataset, but half the last job's
         add_episode(sqlite_db, task, prompt)
         later = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
         assert later.scheduled and len(sent) == 2
+    finally:
+        container.close()
+
+
+def test_a_job_from_the_base_trains_on_every_row_so_far_and_needs_rows_new_to_the_champion(
+    tmp_path: Path, sqlite_db: Database
+) -> None:
+    """ReST-EM: after a promotion, the next dataset holds the champion's rows again, but only the rows the champion
+    did not train on count as new."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        training=TrainingSettings(
+            min_new_episodes=1, process_filter=False, anchor_levels=0, min_new_row_share=0.5, train_from="base"
+        ),
+    )
+    container = Container(settings)
+    sent: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for seed in range(500, 504):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        first = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert first.scheduled and first.dataset_digest is not None
+        champion = registry.candidate_id("smollm2-135m", first.dataset_digest)
+        with sqlite_db.session() as session:
+            registry.ensure_base_registered(session)
+            registry.register_candidate(
+                session,
+                version_id=champion,
+                base="smollm2-135m",
+                adapter_path=None,
+                parent_id="smollm2-135m",
+                dataset_digest=first.dataset_digest,
+                training_metrics={"data_until": None},
+            )
+            registry.promote(session, version_id=champion)
+        for seed in range(510, 512):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        second = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert second.scheduled and second.parent_version == champion
+        assert second.dataset_digest is not None
+        rows = load_dataset(dataset_dir(settings.data_dir, second.dataset_digest)).rows
+        assert len(rows) == 6  # the champion's four and the two since
+        with sqlite_db.session() as session:
+            registry.register_candidate(
+                session,
+                version_id=registry.candidate_id(champion, second.dataset_digest),
+                base="smollm2-135m",
+                adapter_path=None,
+                parent_id=champion,
+                dataset_digest=second.dataset_digest,
+                training_metrics={},
+            )
+        task, prompt = add_task(sqlite_db, seed=520)  # one row new to both jobs, against the sibling's two new ones
+        add_episode(sqlite_db, task, prompt)
+        third = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert third.scheduled, third.reason  # 1 >= 50% of 2: the champion's own rows are not counted against it
     finally:
         container.close()

@@ -175,3 +175,75 @@ def test_a_killed_job_resumes_from_its_checkpoint_then_dpo_continues_it(  # type
     )
     assert dpo.steps == 2 and dpo.precision == choose_device("auto").precision
     pipeline.check_adapter_loads(Path(dpo.output_dir), base)
+
+
+def test_a_job_from_the_base_starts_a_fresh_adapter_on_every_row_though_its_parent_is_the_champion(  # type: ignore[no-untyped-def]
+    tmp_path: Path, sqlite_db: Database, model_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ReST-EM (``train_from="base"``): the champion stays the lineage parent and the gate's opponent, but the job
+    loads no adapter and trains on the champion's rows as well as the new ones."""
+    from lamarck.training import registry, sft
+
+    started_from: list[Path | None] = []
+    real_load_model = sft.load_model
+
+    def spy(base_dir, parent_adapter, settings, device):  # type: ignore[no-untyped-def]
+        started_from.append(parent_adapter)
+        return real_load_model(base_dir, parent_adapter, settings, device)
+
+    monkeypatch.setattr(sft, "load_model", spy)
+    tag = uuid.uuid4().hex[:6]
+
+    def add(seeds: range) -> None:
+        for seed in seeds:
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt, answer=f"quail {tag} {seed}")
+
+    def container(train_from: str) -> Container:
+        training = TrainingSettings(
+            max_steps=2, batch_size=2, lora_rank=4, lora_alpha=8, process_filter=False, anchor_levels=0,
+            validation_share=0.0, train_from=train_from,
+        )  # fmt: skip
+        return Container(
+            Settings(
+                data_dir=tmp_path / "data",
+                database_url=sqlite_db.url,
+                model_store_dir=model_store.root,
+                training=training,
+            )
+        )
+
+    made: list[str] = []
+    add(range(600, 603))
+    warm, fresh = container("champion"), container("base")
+    try:
+        first = pipeline.train_candidate(
+            warm,
+            parent_version="smollm2-135m",
+            dataset_digest=pipeline.prepare_dataset(warm, "smollm2-135m").digest,
+        )
+        made.append(first.version_id)
+        with sqlite_db.session() as session:
+            registry.promote(session, version_id=first.version_id)
+        add(range(610, 612))
+        champion_adapter = model_store.resolve(first.version_id).adapter_dir
+
+        continued = pipeline.prepare_dataset(warm, first.version_id)
+        assert len(continued.rows) == 2  # warm start: the rows since the champion's data
+        again = pipeline.train_candidate(warm, parent_version=first.version_id, dataset_digest=continued.digest)
+        made.append(again.version_id)
+        assert started_from[-1] == champion_adapter
+
+        everything = pipeline.prepare_dataset(fresh, first.version_id)
+        assert len(everything.rows) == 5  # from the base: the champion's three rows and the two since
+        restarted = pipeline.train_candidate(fresh, parent_version=first.version_id, dataset_digest=everything.digest)
+        made.append(restarted.version_id)
+        assert started_from[-1] is None
+        with sqlite_db.session() as session:
+            version = registry.show(session, version_id=restarted.version_id)
+        assert version.parent_id == first.version_id and version.training_metrics["train_from"] == "base"
+    finally:
+        warm.close()
+        fresh.close()
+        for version_id in made:
+            model_store.remove_adapter(version_id)

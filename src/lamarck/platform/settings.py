@@ -259,6 +259,10 @@ class TrainingSettings(BaseModel):
     gate_effect: float = Field(0.15, gt=0.0, le=1.0)  # the pass-rate gain the gate's power is computed for
     sampler_dev_per_level: int = Field(5, ge=1, le=50)  # dev tasks per level that pick a refused candidate as sampler
     min_new_row_share: float = Field(0.5, ge=0.0, le=1.0)  # new rows a job needs, per row of its largest sibling
+    # where a job's weights start: "champion" continues the champion's adapter on the rows since it (warm start);
+    # "base" trains a fresh adapter on the base model over every row so far (ReST-EM). The lineage parent, and so
+    # the gate's opponent, is the champion either way.
+    train_from: Literal["champion", "base"] = "champion"
     phases: bool = True  # embedded mode: rollouts pause while a job trains, since both would share the same cores
     gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # a smaller pass-rate drop elsewhere never refuses
     gate_harm_alpha: float = Field(0.1, gt=0.0, lt=1.0)  # a larger one refuses only if the harm test is this sure

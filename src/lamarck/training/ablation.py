@@ -55,6 +55,14 @@ def lineage(session: Session, version: str) -> list[str]:
     return chain[::-1]
 
 
+def replayed_jobs(session: Session, version: str) -> list[tuple[str, str | None]]:
+    """(version, dataset digest) of the jobs that made ``version``, oldest first, from the last one that trained
+    from the base: that job's dataset held every row before it, so the jobs before it are not replayed."""
+    versions = [repo.get_model_version(session, version_id=v) for v in lineage(session, version)]
+    starts = [i for i, v in enumerate(versions) if (v.training_metrics or {}).get("train_from") == "base"]
+    return [(v.id, v.dataset_digest) for v in versions[starts[-1] if starts else 0 :]]
+
+
 def without_hints(rows: list[TrainingRow], dropped: Collection[str]) -> list[TrainingRow]:
     """Rows whose rollout had none of the ``dropped`` help; a repair saw the critic's first wrong step and a hint,
     so ``critic_repair`` drops every repaired row, whatever hint level its trajectory carries."""
@@ -68,7 +76,7 @@ def ablate(
 
     settings = container.settings
     with container.db.session() as session:
-        chain = [(v, repo.get_model_version(session, version_id=v).dataset_digest) for v in lineage(session, version)]
+        chain = replayed_jobs(session, version)
     base = container.model_store.resolve(DEFAULT_MODEL_VERSION)
     parent_adapter: Path | None = None
     current: str | None = None

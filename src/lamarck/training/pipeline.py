@@ -112,8 +112,16 @@ def count_new_episodes(container: Container, since: datetime | None) -> int:
         return int(session.scalar(query) or 0)
 
 
+def dataset_since(container: Container, parent_version: str) -> datetime | None:
+    """Where a job's rows begin: after the parent's data when it warm-starts from the parent, at the first episode
+    when it trains from the base (``train_from="base"``: every row so far, ReST-EM)."""
+    if container.settings.training.train_from == "base":
+        return None
+    return data_since(container, parent_version)
+
+
 def prepare_dataset(container: Container, parent_version: str) -> DistillationSet:
-    since = data_since(container, parent_version)
+    since = dataset_since(container, parent_version)
     with container.db.session() as session:
         dataset = build_dataset(
             session, parent_version=parent_version, settings=container.settings.training, since=since
@@ -132,12 +140,23 @@ def sibling_datasets(container: Container, parent_version: str) -> list[set[str]
     """The episodes of each dataset a job from ``parent_version`` trained on (its candidates, promoted or not)."""
     with container.db.session() as session:
         digests = [v.dataset_digest for v in registry.children(session, parent_id=parent_version) if v.dataset_digest]
-    found = []
-    for digest in digests:
-        directory = dataset_dir(container.settings.data_dir, digest)
-        if directory.is_dir():
-            found.append({row.episode_id for row in load_dataset(directory).rows})
-    return found
+    return [episodes for digest in digests if (episodes := dataset_episodes(container, digest)) is not None]
+
+
+def dataset_episodes(container: Container, digest: str | None) -> set[str] | None:
+    directory = dataset_dir(container.settings.data_dir, digest) if digest else None
+    if directory is None or not directory.is_dir():
+        return None
+    return {row.episode_id for row in load_dataset(directory).rows}
+
+
+def parent_episodes(container: Container, parent_version: str) -> set[str]:
+    """The episodes the parent itself trained on (none for the base): a job from the base repeats them, and they
+    are not new to it."""
+    with container.db.session() as session:
+        parent = session.get(ModelVersion, parent_version)
+        digest = parent.dataset_digest if parent is not None else None
+    return dataset_episodes(container, digest) or set()
 
 
 def maybe_schedule_distillation(
@@ -187,8 +206,9 @@ def maybe_schedule_distillation(
             new_episodes=new,
             dataset_digest=dataset.digest,
         )
-    siblings = sibling_datasets(container, parent)
-    seen = set().union(*siblings)
+    inherited = parent_episodes(container, parent)
+    siblings = [episodes - inherited for episodes in sibling_datasets(container, parent)]
+    seen = inherited.union(*siblings)
     fresh = sum(row.episode_id not in seen for row in dataset.rows)
     wanted = container.settings.training.min_new_row_share
     largest = max((len(rows) for rows in siblings), default=0)
@@ -199,7 +219,7 @@ def maybe_schedule_distillation(
             new_episodes=new,
             dataset_digest=dataset.digest,
             reason=f"only {fresh} of {len(dataset.rows)} rows are new to {parent}'s jobs "
-            f"(< {wanted:.0%} of the {largest} rows its largest job trained on)",
+            f"(< {wanted:.0%} of the {largest} new rows its largest job trained on)",
         )
     if check is not None:
         try:
@@ -279,12 +299,13 @@ def train_candidate(
 
     from lamarck.training.sft import train_sft
 
+    from_base = settings.training.train_from == "base"
     result = train_sft(
         base_dir=spec.base_dir,
         rows=dataset.rows,
         work_dir=work / "sft",
         settings=settings.training,
-        parent_adapter=spec.adapter_dir,
+        parent_adapter=None if from_base else spec.adapter_dir,
         tensorboard_dir=tensorboard / "sft",
         on_metrics=sink,
         max_steps=max_steps,
@@ -298,6 +319,7 @@ def train_candidate(
         "environments": dataset.environments,
         "counts": dataset.counts(),
         "by_hint": dataset.by_hint(),
+        "train_from": settings.training.train_from,
     }
     reason = refusal(result.validation, settings.training.refuse_rise)
     if reason is not None:
