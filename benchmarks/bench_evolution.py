@@ -64,6 +64,7 @@ def make_container(args: argparse.Namespace) -> Container:
         gate_harm_alpha=args.gate_harm_alpha,
         train_from=args.train_from,
         cap_per_cell=args.cap_per_cell,
+        replay_share=args.replay_share,
     )
     settings = Settings(data_dir=work, training=training)
     container = Container(settings)
@@ -443,6 +444,12 @@ def main() -> None:
         choices=["champion", "base"],
         default=TrainingSettings().train_from,
         help="a job warm-starts from the champion on the rows since it, or trains from the base on every row (ReST-EM)",
+    )
+    parser.add_argument(
+        "--replay-share",
+        type=float,
+        default=TrainingSettings().replay_share,
+        help="warm start: earlier rows replayed per new row (0: none)",
     )
     parser.add_argument(
         "--cap-per-cell",

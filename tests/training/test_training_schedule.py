@@ -158,3 +158,50 @@ def test_a_job_from_the_base_trains_on_every_row_so_far_and_needs_rows_new_to_th
         assert third.scheduled, third.reason  # 1 >= 50% of 2: the champion's own rows are not counted against it
     finally:
         container.close()
+
+
+def test_a_warm_start_with_replay_carries_earlier_rows_that_do_not_count_as_new(
+    tmp_path: Path, sqlite_db: Database
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        training=TrainingSettings(
+            min_new_episodes=1, process_filter=False, anchor_levels=0, min_new_row_share=0.5, replay_share=1.0
+        ),
+    )
+    container = Container(settings)
+    sent: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for seed in range(700, 704):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        first = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert first.scheduled and first.dataset_digest is not None
+        first_rows = load_dataset(dataset_dir(settings.data_dir, first.dataset_digest))
+        assert first_rows.replayed == 0  # from the base model nothing came before
+        champion = registry.candidate_id("smollm2-135m", first.dataset_digest)
+        with sqlite_db.session() as session:
+            registry.ensure_base_registered(session)
+            registry.register_candidate(
+                session,
+                version_id=champion,
+                base="smollm2-135m",
+                adapter_path=None,
+                parent_id="smollm2-135m",
+                dataset_digest=first.dataset_digest,
+                training_metrics={"data_until": first_rows.until.isoformat() if first_rows.until else None},
+            )
+            registry.promote(session, version_id=champion)
+        for seed in range(710, 712):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        second = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert second.scheduled and second.dataset_digest is not None, second.reason
+        dataset = load_dataset(dataset_dir(settings.data_dir, second.dataset_digest))
+        earlier = {row.episode_id for row in first_rows.rows}
+        assert len(dataset.rows) == 4 and dataset.replayed == 2  # two new rows, one earlier row per new row
+        assert {row.episode_id for row in dataset.rows[2:]} <= earlier
+        assert not {row.episode_id for row in dataset.new_rows} & earlier
+    finally:
+        container.close()

@@ -263,6 +263,7 @@ class TrainingSettings(BaseModel):
     # "base" trains a fresh adapter on the base model over every row so far (ReST-EM). The lineage parent, and so
     # the gate's opponent, is the champion either way.
     train_from: Literal["champion", "base"] = "champion"
+    replay_share: float = Field(0.0, ge=0.0, le=4.0)  # warm start: earlier rows replayed per new row (0: none)
     phases: bool = True  # embedded mode: rollouts pause while a job trains, since both would share the same cores
     gate_tolerance: float = Field(0.05, ge=0.0, le=1.0)  # a smaller pass-rate drop elsewhere never refuses
     gate_harm_alpha: float = Field(0.1, gt=0.0, lt=1.0)  # a larger one refuses only if the harm test is this sure

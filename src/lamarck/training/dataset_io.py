@@ -85,7 +85,8 @@ def dataset_card(dataset: DistillationSet) -> str:
         f"- parent model version: `{dataset.parent_version}`",
         f"- sources: verified episodes recorded after {dataset.since or 'the beginning'} up to {dataset.until}",
         f"- episodes seen: {dataset.episodes_seen}; SFT rows: {len(dataset.rows)} "
-        f"({sum(r.repaired for r in dataset.rows)} critic-repaired); DPO pairs: {len(dataset.pairs)}",
+        f"({sum(r.repaired for r in dataset.rows)} critic-repaired, {dataset.replayed} replayed from before the "
+        f"sources); DPO pairs: {len(dataset.pairs)}",
         f"- dropped: {', '.join(f'{k}={v}' for k, v in sorted(dataset.dropped.items())) or 'none'}",
         f"- held-out leak check: {dataset.leak_check}",
         "- lessons shown at rollout are left out of the training prompts (context distillation)",

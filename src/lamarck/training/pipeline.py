@@ -35,7 +35,7 @@ from lamarck.platform.storage.records import Episode, ModelVersion
 from lamarck.training import registry
 from lamarck.training.dataset_io import dataset_dir, load_dataset, save_dataset
 from lamarck.training.recipe import CandidateRefused, refusal
-from lamarck.training.traces_to_rows import DistillationSet, NoNewEpisodes, build_dataset
+from lamarck.training.traces_to_rows import DistillationSet, NoNewEpisodes, build_dataset, with_replay
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +126,9 @@ def prepare_dataset(container: Container, parent_version: str) -> DistillationSe
         dataset = build_dataset(
             session, parent_version=parent_version, settings=container.settings.training, since=since
         )
-    if not dataset.rows:
-        raise NoNewEpisodes(f"no new verified episodes since {parent_version}: nothing to train")
+        if not dataset.rows:
+            raise NoNewEpisodes(f"no new verified episodes since {parent_version}: nothing to train")
+        dataset = with_replay(session, dataset, container.settings.training)
     save_dataset(dataset, container.settings.data_dir)
     return dataset
 
@@ -209,7 +210,7 @@ def maybe_schedule_distillation(
     inherited = parent_episodes(container, parent)
     siblings = [episodes - inherited for episodes in sibling_datasets(container, parent)]
     seen = inherited.union(*siblings)
-    fresh = sum(row.episode_id not in seen for row in dataset.rows)
+    fresh = sum(row.episode_id not in seen for row in dataset.new_rows)
     wanted = container.settings.training.min_new_row_share
     largest = max((len(rows) for rows in siblings), default=0)
     if siblings and fresh < wanted * largest:
@@ -218,7 +219,7 @@ def maybe_schedule_distillation(
             parent_version=parent,
             new_episodes=new,
             dataset_digest=dataset.digest,
-            reason=f"only {fresh} of {len(dataset.rows)} rows are new to {parent}'s jobs "
+            reason=f"only {fresh} of {len(dataset.new_rows)} rows are new to {parent}'s jobs "
             f"(< {wanted:.0%} of the {largest} new rows its largest job trained on)",
         )
     if check is not None:
@@ -320,6 +321,7 @@ def train_candidate(
         "counts": dataset.counts(),
         "by_hint": dataset.by_hint(),
         "train_from": settings.training.train_from,
+        "replayed": dataset.replayed,
     }
     reason = refusal(result.validation, settings.training.refuse_rise)
     if reason is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 from collections import defaultdict
 from datetime import datetime
@@ -92,6 +93,11 @@ class DistillationSet(BaseModel):
     episodes_seen: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)
     leak_check: str = "not run"
+    replayed: int = 0  # the last rows come from before ``since`` (warm start with replay), not new episodes
+
+    @property
+    def new_rows(self) -> list[TrainingRow]:
+        return self.rows[: len(self.rows) - self.replayed]
 
     def by_hint(self) -> dict[str, int]:
         """Rows per hint source (the teacher's help in the rollout each row came from)."""
@@ -182,6 +188,24 @@ def build_dataset(
     check_no_leak(dataset)
     dataset.digest = dataset_digest(dataset)
     return dataset
+
+
+def with_replay(session: Session, dataset: DistillationSet, settings: TrainingSettings) -> DistillationSet:
+    """Warm start with replay: a job that continues the champion's adapter on the rows since its data also sees
+    ``replay_share`` earlier rows per new row, so the adapter is not pulled toward whatever the newest rows are about
+    (a python-only job from an arithmetic champion lost a third of its arithmetic gain). Earlier rows are built as
+    any dataset is, under today's filters, and drawn by a hash of their episode id, so the same episodes give the
+    same dataset."""
+    if settings.replay_share <= 0 or dataset.since is None or not dataset.rows:
+        return dataset
+    earlier = build_dataset(session, parent_version=dataset.parent_version, settings=settings, until=dataset.since)
+    count = min(len(earlier.rows), math.floor(settings.replay_share * len(dataset.rows) + 0.5))
+    order = sorted(
+        earlier.rows, key=lambda row: hashlib.sha256(f"{settings.seed}:{row.episode_id}".encode()).hexdigest()
+    )
+    replayed = dataset.model_copy(update={"rows": [*dataset.rows, *order[:count]], "replayed": count})
+    replayed.digest = dataset_digest(replayed)
+    return replayed
 
 
 class _OpeningKeys:
