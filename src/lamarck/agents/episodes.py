@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from lamarck.agents.executor import Attempt
 from lamarck.platform.storage import repositories as repo
@@ -13,15 +13,22 @@ def record_attempts(
     db: Database,
     attempts: Sequence[Attempt],
     *,
-    task_ids: Sequence[str],
+    task_ids: Sequence[str] | Mapping[int, str],
     model_version: str,
     run_id: str | None = None,
     generation: int | None = None,
     key_prefix: str | None = None,
+    done_step: str | None = None,
 ) -> list[str]:
-    """Episode ids in the order of ``attempts``. With ``key_prefix``, recording the same attempt twice is a no-op."""
+    """Episode ids in the order of ``attempts``. With ``key_prefix``, recording the same attempt twice is a no-op.
+    ``done_step`` (with ``run_id`` and ``generation``) is marked done in the same transaction, so a reader that finds
+    the mark finds every episode, even when there were none to record."""
     ids: list[str] = []
     with db.session() as session:
+        if done_step is not None:
+            if run_id is None or generation is None:
+                raise ValueError("done_step needs the run_id and generation it belongs to")
+            repo.mark_step_done(session, run_id=run_id, step=done_step, generation=generation)
         for attempt in attempts:
             key = None
             if key_prefix is not None:

@@ -23,7 +23,9 @@ from lamarck.agents.frontier_evidence import cell_evidence, ladder_entry, rung_e
 from lamarck.agents.harness import HarnessSpec
 from lamarck.agents.harness_archive import round_done
 from lamarck.agents.harness_round import run_round
-from lamarck.agents.hint_ladder import run_ladder
+from lamarck.agents.hint_ladder import run_ladder, rung_index
+from lamarck.agents.rollout_jobs import RolloutJob
+from lamarck.agents.rollout_queue import RolloutQueue
 from lamarck.agents.runs import RunConfig, derived_seed, episode_key_prefix, task_id_for
 from lamarck.agents.skill_review import review_skills
 from lamarck.agents.state import NewSkill, RunState, TaskItem, VerdictItem, task_spec
@@ -133,6 +135,7 @@ class LoopNodes:
         listener: LoopListener | None = None,
         harness_critic: HarnessCriticSettings | None = None,
         approvals_required: bool = False,
+        rollout_queue: RolloutQueue | None = None,
     ) -> None:
         self.db = db
         self.bus = bus
@@ -149,6 +152,7 @@ class LoopNodes:
         self.listener = listener
         self.harness_critic = harness_critic or HarnessCriticSettings()
         self.approvals_required = approvals_required  # promotions and skill additions wait for a person
+        self.rollout_queue = rollout_queue  # set: rollouts run as jobs on the rollout queue, not in this process
 
     # propose -> execute -> critique -> (induce | assess) -> record [-> improve_harness]
 
@@ -201,10 +205,13 @@ class LoopNodes:
     @timed("execute", embeds=True)
     def execute(self, state: RunState) -> RunState:
         """Rollouts under the teacher: each task climbs the hint ladder only as far as it must. All of a generation's
-        episodes are recorded in one transaction, so a re-run node finds them all or none."""
+        episodes are recorded in one transaction, so a re-run node finds them all or none. With a rollout queue,
+        workers run and record them task by task instead (``_execute_on_queue``)."""
         run_id, generation, cfg = state["run_id"], state["generation"], self.config
         items = state["tasks"]
         tasks = [task_spec(item["spec"]) for item in items]
+        if self.rollout_queue is not None:
+            return self._execute_on_queue(state, self.rollout_queue)
         prefix = episode_key_prefix(run_id, generation)
         stored = self._episode_ids_by_prefix(prefix)
         if stored:
@@ -270,6 +277,64 @@ class LoopNodes:
                 run_id,
             )
         return {"episode_ids": ids, "agent_seconds": {"execute": seconds}}
+
+    def _execute_on_queue(self, state: RunState, queue: RolloutQueue) -> RunState:
+        """One job per task, each rolling out the task's samples (and climbing its ladder) on a worker that records
+        them; the node waits for every task and reports episodes as they are recorded. A re-run node sends only the
+        tasks not yet recorded."""
+        run_id, generation, cfg = state["run_id"], state["generation"], self.config
+        items = state["tasks"]
+        tasks = [task_spec(item["spec"]) for item in items]
+        model_version = self._model_version()
+        entry = {} if cfg.hints == [HintLevel.NONE] else self._ladder_entry(run_id, generation, model_version, tasks)
+        harnesses = {name: spec.version_id for name, spec in self.harnesses.items()}
+        jobs = [
+            RolloutJob(
+                run_id=run_id,
+                generation=generation,
+                task_index=index,
+                model_version=model_version,
+                harnesses=harnesses,
+                entry_rung=entry.get(index, 0),
+            )
+            for index in range(len(items))
+        ]
+        clock = time.perf_counter()
+        ids = queue.collect(jobs, lambda recorded: self._report_episodes(recorded, items, generation, run_id))
+        return {"episode_ids": ids, "agent_seconds": {"execute": time.perf_counter() - clock}}
+
+    def _report_episodes(self, episode_ids: list[str], items: list[TaskItem], generation: int, run_id: str) -> None:
+        """``EpisodeFinished`` for episodes a worker recorded, read back from the database."""
+        specs = {item["task_id"]: task_spec(item["spec"]) for item in items}
+        finished: list[EpisodeFinished] = []
+        with self.db.session() as session:
+            episodes = repo.episodes_by_ids(session, episode_ids)
+            for episode in (episodes[episode_id] for episode_id in episode_ids):
+                task = specs[episode.task_id]
+                rung = rung_index(episode.sample_index)
+                replies = [
+                    m
+                    for m in repo.episode_trajectory(episode).messages
+                    if m.role == "assistant" and not m.meta.get("few_shot")
+                ]
+                finished.append(
+                    EpisodeFinished(
+                        generation=generation,
+                        episode_id=episode.id,
+                        task_id=episode.task_id,
+                        environment=task.environment,
+                        difficulty=task.difficulty,
+                        sample=episode.sample_index,
+                        hint=self.config.hints[rung].value if rung < len(self.config.hints) else HintLevel.NONE.value,
+                        outcome="answered" if episode.failure_reason is None else "no_answer",
+                        failure_reason=episode.failure_reason,
+                        steps=len(replies),
+                        skills_used=list(episode.skills_used or []),
+                        tokens=episode.prompt_tokens + episode.completion_tokens,
+                    )
+                )
+        for event in finished:
+            self._emit(event, run_id)
 
     def _ladder_entry(self, run_id: str, generation: int, model_version: str, tasks: list[TaskSpec]) -> dict[int, int]:
         """Per task index, the rung above the bottom where it enters the ladder (``RunConfig.rung_skip_after``)."""

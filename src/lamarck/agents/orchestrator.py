@@ -29,6 +29,7 @@ from lamarck.agents.evaluation import release_harness
 from lamarck.agents.executor import Executor
 from lamarck.agents.harness import HarnessSpec, load_harness
 from lamarck.agents.nodes import LoopListener, LoopNodes
+from lamarck.agents.rollout_queue import rollout_queue
 from lamarck.agents.runs import (
     RunConfig,
     RunError,
@@ -255,6 +256,7 @@ class Orchestrator:
             listener=self.listener,
             harness_critic=s.settings.harness_critic,
             approvals_required=s.settings.approvals.required,
+            rollout_queue=rollout_queue(s.settings, s.db, s.bus),
         )
         if self.seed_builtins:
             s.library.ensure_builtins()

@@ -214,6 +214,11 @@ class WorkerSettings(BaseModel):
     embedded_autostart: bool = True
     torch_threads: int | None = Field(None, ge=1)  # per worker process; None: half the cores in embedded mode
     broker_key_prefix: str = ""  # namespaces broker keys when deployments (or test runs) share one Redis
+    # where a generation's rollouts run: "in_process" in the run's own process; "queue": one lamarck.rollout.run task
+    # per generation task on the rollout queue, for any number of `lamarck worker --queues rollout` hosts
+    rollouts: Literal["in_process", "queue"] = "in_process"
+    rollout_timeout_seconds: float = Field(3600.0, gt=0.0)  # the execute node's wait for a generation's rollouts
+    rollout_poll_seconds: float = Field(0.5, gt=0.0, le=60.0)  # how often it looks for newly recorded episodes
 
 
 class TrainingSettings(BaseModel):

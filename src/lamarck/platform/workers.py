@@ -1,6 +1,7 @@
 """The Celery app, its queues (``rollout``, ``train``), job leases, and the embedded worker process.
 
-Distributed mode (``broker_url`` set): Redis broker, ``lamarck worker --queues train`` on any host.
+Distributed mode (``broker_url`` set): Redis broker, ``lamarck worker --queues train`` (training jobs) and
+``--queues rollout`` (a generation's rollouts, when ``workers.rollouts`` is "queue") on any host.
 Embedded mode (no ``broker_url``): the same Celery app over kombu's SQLAlchemy transport on a SQLite file in the
 data directory, and a worker subprocess the platform starts and stops (``EmbeddedWorker``); no Redis needed.
 
@@ -37,7 +38,7 @@ from lamarck.platform.settings import Settings, SettingsError, load_settings
 log = logging.getLogger(__name__)
 
 QUEUES = ("rollout", "train")
-TASK_MODULES = ["lamarck.training.tasks"]
+TASK_MODULES = ["lamarck.training.tasks", "lamarck.agents.rollout_tasks"]
 
 
 class LeaseBusy(RuntimeError):

@@ -69,8 +69,14 @@ def _one_line(exc: BaseException) -> str:
 
 
 def guarded(
-    task: Task, key: str, kwargs: dict[str, Any], body: Callable[[threading.Event], dict[str, Any]]
+    task: Task,
+    key: str,
+    kwargs: dict[str, Any],
+    body: Callable[[threading.Event], dict[str, Any]],
+    bad_input: tuple[type[BaseException], ...] = (),
 ) -> dict[str, Any]:
+    """Run ``body`` under the job's lease with the outcome rules above; ``bad_input`` adds the caller's own errors
+    that no retry can fix."""
     settings = settings_of(app)
     failures = int(kwargs.get("failures", 0))
     attempt = failures + 1
@@ -92,7 +98,7 @@ def guarded(
         bus().publish(JobDeferred(**info, reason="lease busy", countdown=countdown))
         log.info("job %s: lease busy; checking again in %.0fs", key, countdown)
         raise task.retry(kwargs=kwargs, countdown=countdown) from None
-    except bad_input_errors() as exc:
+    except bad_input_errors() + bad_input as exc:
         bus().publish(JobFailed(**info, error=_one_line(exc), final=True, retryable=False))
         log.warning("job %s failed: %s", key, _one_line(exc))
         return {"status": "failed", "error": _one_line(exc)}
@@ -172,5 +178,6 @@ ping = app.task(name="lamarck.rollout.ping")(_ping)
 
 
 def send(name: str, kwargs: dict[str, Any]) -> Any:
-    """Queue a task by name (routing puts ``lamarck.train.*`` on the ``train`` queue)."""
+    """Queue a task by name (routing puts ``lamarck.train.*`` on the ``train`` queue, ``lamarck.rollout.*`` on
+    ``rollout``; ``lamarck.rollout.run`` lives in ``agents/rollout_tasks.py``)."""
     return app.send_task(name, kwargs=kwargs)
