@@ -1,8 +1,15 @@
 """Executor throughput: 32 easy arithmetic tasks x 4 samples through the whole loop, beside the raw engine.
 
-The raw figure is the engine generating the executor's own first-step prompts, with the same
-samples, sampling and token cap, in one batched call: the most the loop could get from the engine.
-The executor keeps ``executor tok/s / raw tok/s`` of it (target: at least 70%).
+The raw engine on the same tasks is the engine given every model call the executor made, all at once: each
+call's own prompt (the task, or the task with its earlier steps and observations), samples and number of
+generated tokens, on a fresh engine so no prompt is found cached from the executor's run. That is the same work
+with nothing waiting on anything: what remains between the two is what the executor's scheduling loses (steps
+that wait for a group, small batches late in a generation, prompts not shared). The executor keeps
+``executor tok/s / raw tok/s`` of it (``efficiency_vs_raw_engine``, target: at least 70%).
+
+The earlier raw figure is kept as ``efficiency_vs_first_step_decode``: the executor's first-step prompts only,
+each decoding the harness's whole token cap in one batched call. It is the engine's best decode speed, not the
+same work: the executor's calls are shorter and their prompts must be prefilled.
 
 Generated tokens are not the engine's only work: a ReAct episode also prefills each step's new prompt tokens (the
 task, then each observation), which the raw call, finding its prompts cached and decoding 64 tokens a row, hardly
@@ -17,11 +24,17 @@ Run: ``python benchmarks/bench_executor.py [--tasks 32] [--samples 4] [--store D
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import math
 import os
 import random
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -31,7 +44,7 @@ from lamarck.agents.harness import default_harness
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.platform.cpu import cpu_summary
 from lamarck.platform.llm.engine import LocalEngine
-from lamarck.platform.llm.gateway import LLMGateway
+from lamarck.platform.llm.gateway import ChatResult, LLMGateway
 from lamarck.platform.llm.model_store import ModelStore
 from lamarck.platform.llm.provider import register_local_provider
 from lamarck.platform.llm.sampling import SamplingParams
@@ -39,6 +52,51 @@ from lamarck.platform.settings import EngineSettings, GatewaySettings, ModelRout
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    messages: list[dict[str, Any]]
+    samples: int
+    completion_tokens: int  # all samples together, as the engine reports them
+
+
+class RecordingGateway(LLMGateway):
+    """The gateway, keeping each executor call's prompt and what it generated, so the raw engine can replay them."""
+
+    def __init__(self, routes: ModelRoutes, settings: GatewaySettings) -> None:
+        super().__init__(routes, settings)
+        self.calls: list[RecordedCall] = []
+        self._lock = threading.Lock()
+
+    def complete(self, role: str, messages: list[dict[str, Any]], **params: Any) -> ChatResult:
+        result = super().complete(role, messages, **params)
+        call = RecordedCall(copy.deepcopy(messages), int(params.get("n") or 1), result.completion_tokens)
+        with self._lock:
+            self.calls.append(call)
+        return result
+
+
+def replay(engine: LocalEngine, calls: list[RecordedCall], harness_sampling: Any) -> tuple[int, int, float]:
+    """Every recorded call at once, each generating as many tokens as it did: (generated, prefilled, seconds)."""
+
+    def one(call: RecordedCall) -> int:
+        params = SamplingParams(
+            max_tokens=max(1, math.ceil(call.completion_tokens / call.samples)),
+            temperature=harness_sampling.temperature,
+            top_p=harness_sampling.top_p,
+            n=call.samples,
+            seed=1,
+            ignore_eos=True,
+        )
+        return sum(c.completion_tokens for c in engine.chat(MODEL, call.messages, params))
+
+    prefilled_before = engine.prefix_stats["prefilled_tokens"]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=min(256, len(calls))) as pool:
+        generated = sum(pool.map(one, calls))
+    seconds = time.perf_counter() - started
+    return generated, engine.prefix_stats["prefilled_tokens"] - prefilled_before, seconds
 
 
 def main() -> None:
@@ -55,7 +113,7 @@ def main() -> None:
     store.import_default(progress=True)
     engine = LocalEngine(store, EngineSettings(slots=min(256, args.tasks * args.samples)))
     register_local_provider(engine)
-    gateway = LLMGateway(ModelRoutes(), GatewaySettings(retries=0))
+    gateway = RecordingGateway(ModelRoutes(), GatewaySettings(retries=0))
     env = ArithmeticEnv()
     rng = random.Random(0)
     tasks = [env.generate(rng.choice([1, 2]), rng) for _ in range(args.tasks)]
@@ -67,6 +125,7 @@ def main() -> None:
 
     executor.run(request.model_copy(update={"tasks": tasks[:2], "samples_per_task": 1}))  # warm-up
 
+    gateway.calls.clear()
     started = time.perf_counter()
     first_step = len(engine.steps)
     prefilled_before = engine.prefix_stats["prefilled_tokens"]
@@ -98,25 +157,43 @@ def main() -> None:
     raw_prefilled = engine.prefix_stats["prefilled_tokens"] - prefilled_before
     raw_work_tps = (raw_tokens + raw_prefilled) / raw_seconds
 
+    executor_prefix_stats = dict(engine.prefix_stats)
+    engine.close()  # the replay runs on a fresh engine: nothing of the executor's run is cached there
+    engine = LocalEngine(store, EngineSettings(slots=min(256, args.tasks * args.samples)))
+    engine.chat(MODEL, openings[0], SamplingParams(max_tokens=4))  # warm-up, as the executor had
+    same_generated, same_prefilled, same_seconds = replay(engine, gateway.calls, harness.sampling)
+    same_tps = same_generated / same_seconds
+    same_work_tps = (same_generated + same_prefilled) / same_seconds
+
     load = os.getloadavg()[0]
     result = {
         "summary": {
-            "efficiency_vs_raw_engine": loop_tps / raw_tps,
+            "efficiency_vs_raw_engine": loop_tps / same_tps,
+            "efficiency_vs_first_step_decode": loop_tps / raw_tps,
             "episodes_per_minute": len(out.attempts) / loop_seconds * 60,
             "executor_tokens_per_s": loop_tps,
-            "raw_engine_tokens_per_s": raw_tps,
+            "raw_engine_tokens_per_s": same_tps,
+            "first_step_decode_tokens_per_s": raw_tps,
             "target_efficiency": 0.7,
-            "work_efficiency_vs_raw_engine": loop_work_tps / raw_work_tps,
+            "work_efficiency_vs_raw_engine": loop_work_tps / same_work_tps,
             "prefilled_per_generated_token": loop_prefilled / max(generated, 1),
+        },
+        "same_calls": {
+            "calls": len(gateway.calls),
+            "generated_tokens": same_generated,
+            "prefilled_tokens": same_prefilled,
+            "seconds": same_seconds,
+            "tokens_per_s": same_tps,
+            "work_tokens_per_s": same_work_tps,
         },
         "cpu": cpu_summary(),
         "executor_prefilled_tokens": loop_prefilled,
         "executor_work_tokens_per_s": loop_work_tps,
-        "raw_prefilled_tokens": raw_prefilled,
-        "raw_generated_tokens": raw_tokens,
-        "raw_work_tokens_per_s": raw_work_tps,
+        "first_step_prefilled_tokens": raw_prefilled,
+        "first_step_generated_tokens": raw_tokens,
+        "first_step_work_tokens_per_s": raw_work_tps,
         "engine": "llama.cpp Q8_0 (embedded default), continuous batching",
-        "prefix_stats": engine.prefix_stats,
+        "prefix_stats": executor_prefix_stats,
         "engine_steps": len(steps),
         "engine_decode_share": decode_seconds / loop_seconds,
         "rows_per_step_time_weighted": rows_per_step,
@@ -131,8 +208,8 @@ def main() -> None:
         "steps_mean": sum(a.steps for a in out.attempts) / len(out.attempts),
         "answered": sum(a.answer is not None for a in out.attempts),
         "passed": sum(a.answer is not None and env.verify(tasks[a.task_index], a.answer).passed for a in out.attempts),
-        "raw_engine_tokens_per_s": raw_tps,
-        "kept_share": loop_tps / raw_tps,
+        "first_step_decode_tokens_per_s": raw_tps,
+        "kept_share": loop_tps / same_tps,
         "load_average": load,
     }
     table = Table(
@@ -142,12 +219,15 @@ def main() -> None:
     table.add_column("value", justify="right")
     table.add_row("episodes / minute", f"{result['episodes_per_minute']:.1f}")
     table.add_row("executor generated tokens / s", f"{loop_tps:.1f}")
-    table.add_row("raw engine tokens / s (same prompts, batched)", f"{raw_tps:.1f}")
+    table.add_row(f"raw engine tokens / s (the same {len(gateway.calls)} calls at once)", f"{same_tps:.1f}")
     table.add_row("share of raw kept (target >= 70%)", f"{result['kept_share']:.0%}")
+    table.add_row(
+        "first-step prompts decoding the whole cap: tokens / s (share)", f"{raw_tps:.1f} ({loop_tps / raw_tps:.0%})"
+    )
     table.add_row("prompt tokens prefilled per generated token", f"{loop_prefilled / max(generated, 1):.2f}")
     table.add_row(
-        "engine work / s (prefilled + generated): executor / raw",
-        f"{loop_work_tps:.1f} / {raw_work_tps:.1f} ({loop_work_tps / raw_work_tps:.0%})",
+        "engine work / s (prefilled + generated): executor / raw, same calls",
+        f"{loop_work_tps:.1f} / {same_work_tps:.1f} ({loop_work_tps / same_work_tps:.0%})",
     )
     table.add_row(
         "engine busy share / rows per step (time-weighted)",
