@@ -262,6 +262,7 @@ class Event(Base):
         Index("ix_events_run_id_id", "run_id", "id"),
         Index("ix_events_xid_id", "xid", "id"),
         Index("ix_events_run_id_xid_id", "run_id", "xid", "id"),
+        Index("ix_events_type_id", "type", "id"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     xid: Mapped[int] = mapped_column(BigInteger, default=current_xid(), server_default="0")
