@@ -18,6 +18,7 @@ from lamarck.api.routes import approvals as approval_routes
 from lamarck.api.routes import catalog, episodes, events, harnesses, health, metrics, models, runs, skills, tasks
 from lamarck.api.routes import critic as critic_routes
 from lamarck.api.routes import evaluations as evaluation_routes
+from lamarck.api.routes import training_jobs as training_job_routes
 from lamarck.api.run_launcher import Launcher, process_launcher
 from lamarck.api.task_runner import TaskRunner
 from lamarck.platform.container import Container
@@ -75,6 +76,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
     app.include_router(approval_routes.router, prefix="/v1")
     app.include_router(critic_routes.router, prefix="/v1")
     app.include_router(evaluation_routes.router, prefix="/v1")
+    app.include_router(training_job_routes.router, prefix="/v1")
     ui.install(app)
     return app
 

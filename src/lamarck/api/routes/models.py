@@ -174,7 +174,7 @@ def get_model(version_id: VersionId, container: ContainerDep, _: ReadKey) -> Mod
             **public(version).model_dump(),
             training_metrics=dict(version.training_metrics or {}),
             previous=previous if isinstance(previous, str) else None,
-            gate=_gate(scores, api_repo.gate_evaluations(session, version_id=version_id)),
+            gate=gate_decision(scores, api_repo.gate_evaluations(session, version_id=version_id)),
         )
 
 
@@ -233,7 +233,7 @@ def _ancestors(session: Session, version: ModelVersion) -> list[ModelVersion]:
     return found
 
 
-def _gate(scores: dict[str, Any], evaluations: list[Evaluation]) -> GateDecisionPublic | None:
+def gate_decision(scores: dict[str, Any], evaluations: list[Evaluation]) -> GateDecisionPublic | None:
     """The latest decision: its per-environment rows come from the gate's latest evaluation (each holds the whole
     decision), the p-value and look from the version's scores where no evaluation was stored (a refused look).
     Stored JSON is read defensively: a field of an unexpected type is left out rather than failing the request."""
