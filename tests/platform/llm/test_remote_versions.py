@@ -20,8 +20,8 @@ from sqlalchemy import select
 
 from lamarck.platform.llm.gateway import GatewayError, LLMGateway
 from lamarck.platform.llm.server import missing_version
-from lamarck.platform.llm.version_names import VersionCall, version_call
-from lamarck.platform.settings import GatewaySettings, ModelRoute, ModelRoutes, Settings
+from lamarck.platform.llm.version_names import VersionCall, served_model, version_call
+from lamarck.platform.settings import ROLES, GatewaySettings, ModelRoute, ModelRoutes, Settings
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import LLMCall
 from lamarck.testing import ScriptedLLM, scripted_provider
@@ -40,6 +40,15 @@ def test_naming_rule() -> None:
     assert version_call(vllm, " v3 ") == VersionCall("openai/v3", lamarck_engine=False)
     assert version_call(ModelRoute(model="openai/gpt-4o-mini"), "v3") is None  # a hosted model has no versions
     assert version_call(ModelRoute(model="openai/qwen", api_base="http://ollama:11434/v1"), "v3") is None
+
+
+def test_a_lamarck_route_at_an_address_asks_that_server_for_its_model_in_every_role() -> None:
+    remote = ModelRoute(model="lamarck/smollm2-135m", api_base="http://models:8001/v1")
+    assert served_model(remote, remote.model) == "openai/smollm2-135m"
+    assert served_model(remote, "openai/v3") == "openai/v3"  # a name the caller already addressed stays
+    assert served_model(ModelRoute(), "lamarck/smollm2-135m") == "lamarck/smollm2-135m"  # in-process
+    hosted = ModelRoute(model="openai/qwen", api_base="http://ollama:11434/v1")
+    assert served_model(hosted, hosted.model) == "openai/qwen"
 
 
 def test_version_model_must_name_the_version_once_and_nothing_else() -> None:
@@ -139,3 +148,39 @@ def test_the_serve_model_command_serves_the_store_by_version_name(model_store: o
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+@pytest.mark.slow
+def test_every_role_on_a_remote_lamarck_route_is_answered_by_that_server(
+    remote_models: RemoteModelServer, sqlite_db: Database
+) -> None:
+    """Not only the executor: a critic, curriculum or harness-critic route ``lamarck/<name>`` with an ``api_base``
+    reaches ``lamarck serve-model`` for ``<name>`` (litellm's in-process ``lamarck`` provider would ignore the
+    address), and a name the server lacks is a one-line error in the server's words."""
+    adapter = remote_models.adapter_version
+    others = [role for role in ROLES if role != "executor"]
+    names = {role: adapter if index % 2 else MODEL for index, role in enumerate(others)}
+    routes = ModelRoutes(
+        **{role: ModelRoute(model=f"lamarck/{name}", api_base=remote_models.base_url) for role, name in names.items()}
+    )
+    gateway = LLMGateway(routes, GatewaySettings(retries=0), db=sqlite_db)
+    del remote_models.served[:]
+    for role in others:
+        result = gateway.complete(role, MESSAGES, max_tokens=6)
+        assert result.model == f"openai/{names[role]}" and result.text and result.cost_usd == 0.0
+    assert remote_models.served == [names[role] for role in others]  # the server answered each, by its name
+    with sqlite_db.session() as session:
+        calls = {(call.role, call.model, call.ok) for call in session.scalars(select(LLMCall))}
+    assert calls == {(role, f"openai/{names[role]}", True) for role in others}
+
+    lacking = LLMGateway(
+        ModelRoutes(critic=ModelRoute(model="lamarck/never-trained", api_base=remote_models.base_url)),
+        GatewaySettings(retries=0),
+    )
+    with pytest.raises(GatewayError) as info:
+        lacking.complete("critic", MESSAGES, max_tokens=2)
+    message = str(info.value)
+    assert message.startswith(
+        "model openai/never-trained for role critic refused the call: model version 'never-trained' is not in"
+    )
+    assert "\n" not in message

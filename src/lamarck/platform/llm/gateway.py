@@ -20,6 +20,7 @@ from typing import Any
 import litellm
 
 from lamarck.platform.llm.call_trace import ChatTrace, chat_trace
+from lamarck.platform.llm.version_names import served_model
 from lamarck.platform.settings import ROLES, GatewaySettings, ModelRoute, ModelRoutes
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
@@ -109,7 +110,7 @@ class LLMGateway:
                     raise self._failed(role, route, kwargs["model"], exc, started, attempts, traced) from exc
                 except Exception as exc:
                     raise self._failed(role, route, kwargs["model"], exc, started, attempts, traced) from exc
-                return self._succeeded(role, kwargs["model"], response, started, attempts, traced)
+                return self._succeeded(role, route, kwargs["model"], response, started, attempts, traced)
 
     def _secrets(self) -> list[str]:
         """The keys this gateway sends, so no stored prompt or reply can keep one."""
@@ -153,11 +154,13 @@ class LLMGateway:
         elif route.api_base and route.model.startswith(LOCAL_PREFIX):
             kwargs["api_key"] = "unused"  # `lamarck serve-model` checks no key; litellm's OpenAI client wants one
         kwargs.update({key: value for key, value in params.items() if value is not None})
+        kwargs["model"] = served_model(route, kwargs["model"])
         return kwargs
 
     def _succeeded(
         self,
         role: str,
+        route: ModelRoute,
         model: str,
         response: Any,
         started: float,
@@ -176,7 +179,7 @@ class LLMGateway:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             latency_s=latency,
-            cost_usd=_cost(response, model),
+            cost_usd=_cost(response, model, lamarck_server=route.model.startswith(LOCAL_PREFIX)),
             attempts=attempts,
             raw=response,
         )
@@ -253,8 +256,9 @@ class LLMGateway:
             log.exception("could not record the LLM call for role %s", role)
 
 
-def _cost(response: Any, model: str) -> float | None:
-    if model.startswith(LOCAL_PREFIX):
+def _cost(response: Any, model: str, *, lamarck_server: bool) -> float | None:
+    """Nothing for a Lamarck engine, in-process or ``lamarck serve-model`` (which litellm cannot price)."""
+    if lamarck_server or model.startswith(LOCAL_PREFIX):
         return 0.0
     try:
         return float(litellm.completion_cost(completion_response=response))

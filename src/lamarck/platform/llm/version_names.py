@@ -7,6 +7,9 @@ evaluations and the gate's candidate-versus-champion comparison all reach the ve
 - a ``lamarck/...`` route with ``api_base``: ``openai/<version>`` at that address, which is what
   ``lamarck serve-model`` answers (the OpenAI ``model`` field names the version);
 - any other route serves one fixed model whatever the version: ``None``.
+
+``served_model`` is the same address rule for a call that names no version (the critic, the curriculum proposer,
+the harness critic): a ``lamarck/<name>`` route with an ``api_base`` asks that server for ``<name>``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ def version_call(route: ModelRoute, version: str) -> VersionCall | None:
         return VersionCall(route.version_model.format(version=version), lamarck)
     if not lamarck:
         return None
-    if route.api_base is None:
-        return VersionCall(f"{LAMARCK_PREFIX}{version}", True)
-    return VersionCall(REMOTE_LAMARCK_TEMPLATE.format(version=version), True)
+    return VersionCall(served_model(route, f"{LAMARCK_PREFIX}{version}"), True)
+
+
+def served_model(route: ModelRoute, model: str) -> str:
+    """The litellm model name a call on ``route`` for ``model`` goes out under: ``lamarck/<name>`` at an ``api_base``
+    is ``openai/<name>`` there (litellm's ``lamarck`` provider is the in-process engine and reaches no
+    address), anything else as it is."""
+    if route.api_base is None or not model.startswith(LAMARCK_PREFIX):
+        return model
+    return REMOTE_LAMARCK_TEMPLATE.format(version=model.removeprefix(LAMARCK_PREFIX))
