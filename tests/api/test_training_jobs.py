@@ -152,6 +152,9 @@ def test_bad_input_is_refused_with_one_line(
     error_of(client.get("/v1/training-jobs?status=paused", headers=read), 422)
     error_of(client.get("/v1/training-jobs?parent_version=a%20b", headers=read), 422)
     error_of(client.get("/v1/training-jobs?limit=0", headers=read), 422)
+    error_of(client.get("/v1/training-jobs/%00", headers=read), 422)
+    nul_cursor = "WyJqb2IiLCAiXHUwMDAwIl0"  # ["job", "\u0000"]
+    assert "next_cursor" in error_of(client.get(f"/v1/training-jobs?cursor={nul_cursor}", headers=read), 422)
     assert "use cursor, limit, parent_version, status" in error_of(
         client.get("/v1/training-jobs?state=failed", headers=read), 422
     )
