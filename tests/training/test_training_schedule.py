@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from training_helpers import add_episode, add_task
 
 from lamarck.platform.container import Container
@@ -203,5 +204,36 @@ def test_a_warm_start_with_replay_carries_earlier_rows_that_do_not_count_as_new(
         assert len(dataset.rows) == 4 and dataset.replayed == 2  # two new rows, one earlier row per new row
         assert {row.episode_id for row in dataset.rows[2:]} <= earlier
         assert not {row.episode_id for row in dataset.new_rows} & earlier
+    finally:
+        container.close()
+
+
+def test_the_schedule_is_recorded_before_the_send_and_a_send_that_fails_ends_the_job(
+    tmp_path: Path, sqlite_db: Database
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        training=TrainingSettings(min_new_episodes=1, process_filter=False, anchor_levels=0),
+    )
+    container = Container(settings)
+    bus = EventBus(sqlite_db)
+    seen: list[str] = []
+
+    def send(name: str, kwargs: dict[str, Any]) -> None:
+        seen.extend(e.type for e in bus.replay())  # what a job failing at once would be recorded after
+        raise ConnectionError("broker down")
+
+    try:
+        task, prompt = add_task(sqlite_db, seed=800)
+        add_episode(sqlite_db, task, prompt)
+        with pytest.raises(ConnectionError):
+            maybe_schedule_distillation(container, send, bus=bus)
+        assert seen == ["training.scheduled"]
+        failed = [e for e in bus.replay() if e.type == "job.failed"]
+        assert (
+            len(failed) == 1 and "could not queue the job: ConnectionError: broker down" in failed[0].payload["error"]
+        )
+        assert failed[0].payload["job"].startswith("train:smollm2-135m:")
     finally:
         container.close()

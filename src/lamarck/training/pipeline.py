@@ -25,6 +25,7 @@ from sqlalchemy import func, select
 from lamarck.platform.container import Container
 from lamarck.platform.event_types import (
     CandidateTrained,
+    JobFailed,
     TrainingDatasetRefused,
     TrainingMetrics,
     TrainingRefused,
@@ -89,6 +90,9 @@ def record_refusal(container: Container, refusal_record: Refusal, bus: EventBus 
     log.warning("training: %s refused: %s", refusal_record.version_id, refusal_record.reason)
     if bus is not None:
         bus.publish(TrainingRefused.model_validate(refusal_record.model_dump(mode="json")))
+
+
+DISTILL_TASK = "lamarck.train.distill"
 
 
 def distill_job_key(parent_version: str, dataset_digest: str) -> str:
@@ -237,8 +241,8 @@ def maybe_schedule_distillation(
                 new_episodes=new,
                 dataset_digest=dataset.digest,
             )
-    send("lamarck.train.distill", {"parent_version": parent, "dataset_digest": dataset.digest})
-    if bus is not None:
+    job = distill_job_key(parent, dataset.digest)
+    if bus is not None:  # before the send: a job that fails at once must not read as scheduled after its failure
         bus.publish(
             TrainingScheduled(
                 parent_version=parent,
@@ -247,13 +251,25 @@ def maybe_schedule_distillation(
                 pairs=len(dataset.pairs),
             )
         )
+    try:
+        send(DISTILL_TASK, {"parent_version": parent, "dataset_digest": dataset.digest})
+    except Exception as exc:
+        if bus is not None:
+            error = f"could not queue the job: {type(exc).__name__}: {exc}"[:500]
+            bus.publish(
+                JobFailed(
+                    job=job, task=DISTILL_TASK, celery_id=None, attempt=0, redelivered=False, error=error,
+                    final=True, retryable=True,
+                )
+            )  # fmt: skip
+        raise
     return ScheduleResult(
         scheduled=True,
         reason=f"{len(dataset.rows)} rows from {new} new verified episodes",
         parent_version=parent,
         new_episodes=new,
         dataset_digest=dataset.digest,
-        job=distill_job_key(parent, dataset.digest),
+        job=job,
     )
 
 
