@@ -240,3 +240,29 @@ def test_the_openapi_document_names_the_new_writes_with_examples(client: TestCli
     schemas = doc["components"]["schemas"]
     for name in ("SkillCreate", "DeprecateBody", "EvaluationCreate", "EvaluationPublic"):
         assert schemas[name]["examples"], name
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        {"model": "lamarck/smollm2-135m", "api_base": "http://127.0.0.1:9/v1"},
+        {"model": "openai/x", "api_base": "http://127.0.0.1:9/v1", "version_model": "openai/{version}"},
+    ],
+)
+def test_a_champion_no_registry_knows_is_refused_wherever_the_route_serves_versions(
+    tmp_path: Path, sqlite_db: Database, route: dict[str, str]
+) -> None:
+    """The evaluation's default model is checked too when a server is asked for it by name, as runs and tasks do: an
+    empty registry would otherwise send a version name no server has."""
+    from lamarck.api.evaluating import EvaluationCreate, EvaluationInputError, check
+    from lamarck.platform.settings import ModelRoute, ModelRoutes
+
+    settings = Settings(
+        data_dir=tmp_path / "data", database_url=sqlite_db.url, models=ModelRoutes(executor=ModelRoute(**route))
+    )
+    container = Container(settings)
+    try:
+        with pytest.raises(EvaluationInputError, match="unknown model version 'smollm2-135m': none is registered"):
+            check(container, EvaluationCreate(environment="arithmetic"))
+    finally:
+        container.close()

@@ -27,7 +27,7 @@ from lamarck.curriculum.environment import Environment, TaskSpec
 from lamarck.curriculum.heldout import RESERVED_PER_LEVEL
 from lamarck.curriculum.registry import get_environment
 from lamarck.platform.container import Container
-from lamarck.platform.llm.gateway import LOCAL_PREFIX
+from lamarck.platform.llm.version_names import version_call
 from lamarck.platform.settings import DEFAULT_MODEL_VERSION
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
@@ -86,7 +86,7 @@ def check(container: Container, request: EvaluationCreate) -> Checked:
             champion = repo.promoted_model_version(session)
             model_version = champion.id if champion is not None else DEFAULT_MODEL_VERSION
         route = container.gateway.route("executor")
-        if request.model_version is not None or (route.model.startswith(LOCAL_PREFIX) and not route.api_base):
+        if request.model_version is not None or version_call(route, model_version) is not None:
             if session.get(ModelVersion, model_version) is None:
                 known = api_repo.model_version_ids(session, limit=SHOWN)
                 raise EvaluationInputError(
