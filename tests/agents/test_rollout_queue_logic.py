@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -55,11 +56,25 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., ThreadWork
     """Makes the next orchestrators' runs send their rollouts to thread workers (returned for inspection)."""
     made: list[ThreadWorkers] = []
 
-    def use(orchestrator: Orchestrator, timeout: float = 60.0, **options: Any) -> ThreadWorkers:
+    def use(
+        orchestrator: Orchestrator,
+        timeout: float = 60.0,
+        resend: float | None = None,
+        clock: Callable[[ThreadWorkers], float] | None = None,
+        **options: Any,
+    ) -> ThreadWorkers:
         workers = ThreadWorkers(orchestrator, **options)
 
         def queue(settings: Settings, db: Database, bus: EventBus) -> RolloutQueue:
-            return RolloutQueue(db, bus, workers.send, timeout_seconds=timeout, poll_seconds=0.02)
+            return RolloutQueue(
+                db,
+                bus,
+                workers.send,
+                timeout_seconds=timeout,
+                poll_seconds=0.02,
+                resend_seconds=resend,
+                clock=(lambda: clock(workers)) if clock is not None else time.monotonic,
+            )
 
         monkeypatch.setattr(orchestrator_module, "rollout_queue", queue)
         made.append(workers)
@@ -217,12 +232,31 @@ def test_a_job_naming_a_missing_harness_fails_in_one_line_and_records_nothing(
     assert _count(sqlite_db, Episode) == 0 and _count(sqlite_db, LLMCall) == 0
 
 
+def timed_out_after_three() -> Callable[[ThreadWorkers], float]:
+    """A clock that stands still until three jobs are recorded and the node has looked once more, then is past any
+    deadline: the lost job's timeout, without waiting for it or racing the other jobs."""
+    looks_after = [0]
+
+    def clock(workers: ThreadWorkers) -> float:
+        if sum(future.done() for future in workers.futures) < 3:
+            return 0.0
+        looks_after[0] += 1
+        return 0.0 if looks_after[0] < 2 else 1e9
+
+    return clock
+
+
 def test_a_lost_job_fails_the_run_with_its_reason_and_resume_finishes_it(
     queued: Callable[..., ThreadWorkers], sqlite_db: Database, tmp_path: Path
 ) -> None:
     config = small_config(generations=1)
     with scripted_orchestrator(sqlite_db, tmp_path) as orchestrator:
-        workers = queued(orchestrator, timeout=1.0, drop=lambda job: job.task_index == 2)
+        workers = queued(
+            orchestrator,
+            timeout=1.0,
+            drop=lambda job: job.task_index == 2,
+            clock=timed_out_after_three(),
+        )
         run_id = orchestrator.start(config)
         with pytest.raises(RolloutsFailed, match="rollouts of 1 of 4 tasks were not recorded within 1s") as lost:
             orchestrator.run(run_id)
@@ -241,6 +275,60 @@ def test_a_lost_job_fails_the_run_with_its_reason_and_resume_finishes_it(
         episodes = list(session.scalars(select(Episode).where(Episode.repaired_from_id.is_(None))))
         assert len(episodes) == 8 and len({e.idempotency_key for e in episodes}) == 8
         assert Counter(v.episode_id for v in session.scalars(select(Verdict))) == {e.id: 1 for e in episodes}
+
+
+def test_a_job_lost_on_its_way_is_sent_again_once_it_stalls(
+    queued: Callable[..., ThreadWorkers], sqlite_db: Database, tmp_path: Path
+) -> None:
+    """A message the broker lost (or a worker host that died holding it) is not waited for: the node sends the job
+    again when it has stalled and no delivery holds its lease."""
+    lost: list[RolloutJob] = []
+
+    def lose_first(job: RolloutJob) -> bool:
+        if job.task_index == 1 and not lost:
+            lost.append(job)
+            return True
+        return False
+
+    with scripted_orchestrator(sqlite_db, tmp_path) as orchestrator:
+        workers = queued(orchestrator, timeout=60.0, resend=0.5, drop=lose_first)
+        outcome = orchestrator.run(orchestrator.start(small_config(generations=1)))
+    assert outcome.status == "finished" and lost
+    assert Counter(job.task_index for job in workers.sent) == {0: 1, 1: 2, 2: 1, 3: 1}
+    with sqlite_db.session() as session:
+        keys = list(session.scalars(select(Episode.idempotency_key).where(Episode.repaired_from_id.is_(None))))
+    assert len(keys) == 8 and len(set(keys)) == 8
+
+
+def test_a_running_job_is_not_sent_again(sqlite_db: Database) -> None:
+    sent: list[RolloutJob] = []
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    queue = RolloutQueue(
+        sqlite_db,
+        EventBus(sqlite_db),
+        sent.append,
+        timeout_seconds=10.0,
+        poll_seconds=1.0,
+        resend_seconds=3.0,
+        running=lambda key: True,
+        clock=clock,
+        sleep=sleep,
+    )
+    with pytest.raises(RolloutsFailed, match="rollouts of 1 of 1 tasks were not recorded within 10s"):
+        queue.collect([_job("r" * 32)], lambda ids: None)
+    assert len(sent) == 1  # its lease is held all along: a slow job, not a lost one
+    queue.running = lambda key: False
+    sent.clear()
+    with pytest.raises(RolloutsFailed):
+        queue.collect([_job("r" * 32)], lambda ids: None)
+    assert len(sent) == 4  # sent, then again at 3, 6 and 9 seconds
 
 
 def test_a_job_that_ended_failed_stops_the_wait_at_once(sqlite_db: Database) -> None:

@@ -1,6 +1,10 @@
 """The execute node's side of queued rollouts: send a job per task not yet recorded, then wait until every task of
 the generation is recorded, reporting episodes as workers record them.
 
+A job still unrecorded ``resend_seconds`` after it was sent, whose lease no delivery holds (none is running it), is
+sent again: a worker host that died mid-rollout holds its job unacknowledged until the broker's visibility timeout
+(hours, above the longest training job), and a lost message never comes back. A duplicate records nothing.
+
 The wait ends with a one-line error when a job ended failed (a ``job.failed`` event with ``final``) or when the
 timeout passes; the run then fails with that reason, and resuming it sends the jobs still missing again (a job
 that was only slow records nothing twice: see ``rollout_jobs``).
@@ -35,6 +39,8 @@ class RolloutQueue:
         *,
         timeout_seconds: float,
         poll_seconds: float = 0.5,
+        resend_seconds: float | None = None,
+        running: Callable[[str], bool] = lambda key: False,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -43,6 +49,8 @@ class RolloutQueue:
         self.send = send
         self.timeout_seconds = timeout_seconds
         self.poll_seconds = poll_seconds
+        self.resend_seconds = resend_seconds  # None: never send a job twice
+        self.running = running  # job key -> whether a delivery holds its lease
         self.clock = clock
         self.sleep = sleep
 
@@ -58,8 +66,10 @@ class RolloutQueue:
         seen = {episode_id for ids in done.values() for episode_id in ids}
         cursor = self.bus.head()
         waiting = {job.key: job for job in jobs if job.task_index not in done}
+        sent: dict[str, float] = {}
         for job in waiting.values():
             self.send(job)
+            sent[job.key] = self.clock()
         if waiting:
             log.info("generation %d: %d rollout job(s) queued", generation, len(waiting))
         deadline = self.clock() + self.timeout_seconds
@@ -73,6 +83,7 @@ class RolloutQueue:
             if not missing:
                 return [episode_id for index in sorted(done) for episode_id in done[index]]
             cursor = self._check_failures(cursor, {job.key for job in missing}, generation)
+            self._resend_stalled(missing, sent)
             if self.clock() >= deadline:
                 raise RolloutsFailed(
                     f"generation {generation}: the rollouts of {len(missing)} of {len(jobs)} tasks were not recorded "
@@ -81,6 +92,20 @@ class RolloutQueue:
                     "sends the missing ones again"
                 )
             self.sleep(self.poll_seconds)
+
+    def _resend_stalled(self, missing: list[RolloutJob], sent: dict[str, float]) -> None:
+        if self.resend_seconds is None:
+            return
+        for job in missing:
+            if self.clock() - sent.get(job.key, self.clock()) < self.resend_seconds or self.running(job.key):
+                continue
+            log.warning(
+                "rollout job %s: not recorded %.0fs after it was sent and not running: sending it again",
+                job.key,
+                self.resend_seconds,
+            )
+            self.send(job)
+            sent[job.key] = self.clock()
 
     def _check_failures(self, cursor: int, keys: set[str], generation: int) -> int:
         """Raise if one of ``keys`` ended failed since event ``cursor``; the new cursor."""
@@ -94,6 +119,12 @@ class RolloutQueue:
                         "fix the cause and resume the run"
                     )
         return cursor
+
+
+def lease_probe(settings: Settings) -> Callable[[str], bool]:
+    from lamarck.platform.workers import lease_held
+
+    return lambda key: lease_held(settings, key)
 
 
 def celery_sender(settings: Settings) -> Callable[[RolloutJob], None]:
@@ -119,4 +150,6 @@ def rollout_queue(settings: Settings, db: Database, bus: EventBus) -> RolloutQue
         celery_sender(settings),
         timeout_seconds=workers.rollout_timeout_seconds,
         poll_seconds=workers.rollout_poll_seconds,
+        resend_seconds=workers.rollout_resend_seconds,
+        running=lease_probe(settings),
     )

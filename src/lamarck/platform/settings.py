@@ -219,6 +219,9 @@ class WorkerSettings(BaseModel):
     rollouts: Literal["in_process", "queue"] = "in_process"
     rollout_timeout_seconds: float = Field(3600.0, gt=0.0)  # the execute node's wait for a generation's rollouts
     rollout_poll_seconds: float = Field(0.5, gt=0.0, le=60.0)  # how often it looks for newly recorded episodes
+    # a job still unrecorded this long after it was sent, with no delivery holding its lease, is sent again: a worker
+    # host that died is not waited for until the broker's visibility timeout (duplicates record nothing)
+    rollout_resend_seconds: float = Field(300.0, gt=0.0)
 
 
 class TrainingSettings(BaseModel):

@@ -185,6 +185,21 @@ class _FileLease:
             self._fh = None
 
 
+def lease_held(settings: Settings, key: str) -> bool:
+    """Whether some delivery of the job ``key`` holds its lease now (is running, or died less than a TTL ago)."""
+    if settings.broker_url and settings.broker_url.startswith(("redis://", "rediss://")):
+        probe = _RedisLease(settings.broker_url, key, 1)
+        try:
+            return bool(probe.client.exists(probe.key))
+        finally:
+            probe.client.close()
+    held = _FileLease(settings.data_dir / "leases", key)
+    if not held.acquire():
+        return True
+    held.release()
+    return False
+
+
 @contextlib.contextmanager
 def lease(settings: Settings, key: str) -> Iterator[threading.Event]:
     """Hold the job lease for ``key`` or raise LeaseBusy; yields an Event that is set if the lease is lost."""
