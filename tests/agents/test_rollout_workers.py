@@ -2,7 +2,8 @@
 executor's model served over HTTP (a scripted model behind ``lamarck serve-model``'s app, a fixed delay per call).
 
 A run of two generations starts with one worker, which is killed with SIGKILL in the middle of a rollout; a second
-worker takes the job the broker gives back and the rest, and the run finishes with every episode recorded once.
+worker takes the job the broker gives back and the rest, and the run finishes with every episode recorded once. And a
+small run whose worker rolls out on the real local model (SmolLM2 in the worker's own engine).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from lamarck.agents.orchestrator import Orchestrator, RunOutcome
 from lamarck.memory.chroma import open_memory
 from lamarck.platform.container import Container
 from lamarck.platform.events import EventBus
+from lamarck.platform.llm.model_store import ModelStore
 from lamarck.platform.llm.sampling import Completion, SamplingParams
 from lamarck.platform.sandbox import Sandbox
 from lamarck.platform.settings import (
@@ -267,3 +269,39 @@ def test_a_worker_killed_mid_rollout_loses_nothing_and_records_nothing_twice(
     assert len(results) == 8 and all(len(found) == 1 for found in results.values())
     assert any(count > 1 for count in started.values())  # the killed job started again (on the second worker)
     print(f"jobs started {sum(started.values())} times for 8 tasks; {len(orphans)} attempts died with the worker")
+
+
+def test_a_worker_rolls_out_on_the_real_local_model(
+    deployment: Deployment,
+    start_worker: Callable[[str], Worker],
+    postgres_db: Database,
+    model_store: ModelStore,
+) -> None:
+    env = deployment.env
+    env.pop("LAMARCK_MODELS__EXECUTOR__API_BASE")  # lamarck/smollm2-135m in the worker's own engine
+    env.update({"LAMARCK_MODEL_STORE_DIR": str(model_store.root), "LAMARCK_ENGINE__SLOTS": "4"})
+    start_worker("worker-real")
+    memory = open_memory(deployment.settings)
+    try:
+        with scripted_provider(ScriptedLLM(responder())):
+            container = Container(
+                deployment.settings,
+                db=postgres_db,
+                gateway=scripted_gateway(postgres_db),
+                memory=memory,
+                sandbox=Sandbox(SandboxSettings()),
+            )
+            orchestrator = Orchestrator(container, seed_builtins=False)
+            config = small_config(generations=1, batch_size=2, samples_per_task=1, frontier="thompson")
+            outcome = orchestrator.run(orchestrator.start(config))
+    finally:
+        memory.close()
+    assert outcome.status == "finished" and outcome.generations_done == 1
+    with postgres_db.session() as session:
+        episodes = {e.id: e for e in session.scalars(select(Episode).where(Episode.repaired_from_id.is_(None)))}
+        calls = list(session.scalars(select(LLMCall).where(LLMCall.role == "executor")))
+        verdicts = list(session.scalars(select(Verdict)))
+    assert len(episodes) == 2 and {v.episode_id for v in verdicts} >= set(episodes)
+    assert calls and {call.model for call in calls} == {f"lamarck/{DEFAULT_MODEL_VERSION}"}
+    assert {call.episode_id for call in calls} <= set(episodes) and all(call.ok for call in calls)
+    assert all(e.completion_tokens > 0 for e in episodes.values())
