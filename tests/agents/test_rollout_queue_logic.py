@@ -352,3 +352,23 @@ def test_a_job_that_ended_failed_stops_the_wait_at_once(sqlite_db: Database) -> 
     queue = RolloutQueue(sqlite_db, bus, send, timeout_seconds=600, poll_seconds=0.01)
     with pytest.raises(RolloutsFailed, match=r"rollout job rollout:r+:g0:t1 failed: RuntimeError: model server down"):
         queue.collect([job], lambda ids: None)
+
+
+@pytest.mark.slow  # kombu retries the connection for about 20 s before it gives up
+def test_a_broker_that_cannot_be_reached_is_one_line_naming_it(tmp_path: Path) -> None:
+    import time as clock
+
+    from lamarck.agents.rollout_queue import celery_sender
+    from lamarck.platform.workers import app, configure
+
+    settings = Settings(data_dir=tmp_path, broker_url="redis://:secret@127.0.0.1:1/0")
+    started = clock.monotonic()
+    try:
+        with pytest.raises(RolloutsFailed) as failed:
+            celery_sender(settings)(_job("r" * 32))
+    finally:
+        configure(app, Settings(data_dir=tmp_path))  # leave the shared app on a broker that exists
+    message = str(failed.value)
+    assert "cannot queue rollout job rollout:" in message and "redis://:**@127.0.0.1:1/0" in message
+    assert "secret" not in message and "\n" not in message and "LAMARCK_BROKER_URL" in message
+    print(f"unreachable broker reported in {clock.monotonic() - started:.1f}s")

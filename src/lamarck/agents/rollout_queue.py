@@ -129,12 +129,22 @@ def lease_probe(settings: Settings) -> Callable[[str], bool]:
 
 def celery_sender(settings: Settings) -> Callable[[RolloutJob], None]:
     """Sends jobs to the ``rollout`` queue of the broker ``settings`` name (the SQLite broker in embedded mode)."""
-    from lamarck.platform.workers import app, configure
+    from lamarck.platform.workers import app, broker_url, configure
 
     configure(app, settings)
 
     def send(job: RolloutJob) -> None:
-        app.send_task(TASK_NAME, kwargs=job.model_dump(mode="json"))
+        try:
+            app.send_task(TASK_NAME, kwargs=job.model_dump(mode="json"))
+        except Exception as exc:  # kombu's connection errors vary by transport; each ends the same way
+            from kombu.utils.url import maybe_sanitize_url
+
+            where = maybe_sanitize_url(broker_url(settings))
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            raise RolloutsFailed(
+                f"cannot queue rollout job {job.key} on the broker at {where} ({reason}): start it or fix "
+                "LAMARCK_BROKER_URL, then resume the run"
+            ) from exc
 
     return send
 
