@@ -372,3 +372,9 @@ def test_a_broker_that_cannot_be_reached_is_one_line_naming_it(tmp_path: Path) -
     assert "cannot queue rollout job rollout:" in message and "redis://:**@127.0.0.1:1/0" in message
     assert "secret" not in message and "\n" not in message and "LAMARCK_BROKER_URL" in message
     print(f"unreachable broker reported in {clock.monotonic() - started:.1f}s")
+
+
+def test_the_node_sends_to_the_task_the_workers_register() -> None:
+    from lamarck.agents import rollout_queue, rollout_tasks
+
+    assert rollout_queue.TASK_NAME == rollout_tasks.TASK_NAME == rollout_tasks.run.name

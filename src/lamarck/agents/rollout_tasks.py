@@ -1,6 +1,7 @@
 """The Celery task ``lamarck.rollout.run``: thin, it takes a job's ids and calls ``rollout_jobs.run_rollout`` under
 the job's lease with the training tasks' outcome rules (``training.tasks.guarded``). The worker loads this module
-(``platform.workers.TASK_MODULES``); the execute node sends jobs by name (``rollout_queue``)."""
+(``platform.workers.TASK_MODULES``); the execute node sends jobs by name (``rollout_queue``). The rollout code loads
+with the first job, so a worker that only trains starts no slower for it."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ from typing import Any
 
 from celery import Task
 
-from lamarck.agents.rollout_jobs import RolloutError, RolloutJob, run_rollout
-from lamarck.agents.rollout_queue import TASK_NAME
-from lamarck.curriculum.registry import UnknownEnvironment
 from lamarck.platform.workers import app
 from lamarck.training.tasks import container, guarded
+
+TASK_NAME = "lamarck.rollout.run"  # rollout_queue.TASK_NAME sends to it
 
 
 def _run(
@@ -25,6 +25,9 @@ def _run(
     entry_rung: int = 0,
     failures: int = 0,
 ) -> dict[str, Any]:
+    from lamarck.agents.rollout_jobs import RolloutError, RolloutJob, run_rollout
+    from lamarck.curriculum.registry import UnknownEnvironment
+
     job = RolloutJob(
         run_id=run_id,
         generation=generation,
