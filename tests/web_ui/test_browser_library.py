@@ -36,7 +36,6 @@ def test_the_lineage_tree_with_gate_results_and_a_confirmed_promotion(
     expect(detail).to_contain_text("5 / 1")
     expect(detail).to_contain_text("0.030 (alpha 0.050, look 1)")
     expect(page.locator("#gate-environments tbody tr")).to_contain_text("+0.400")
-    screenshot(page, "ui-models")
 
     page.click("#promote")
     dialog = page.locator("dialog#confirm")

@@ -1,6 +1,7 @@
 """A real run of the loop (every agent on the orchestrator tests' scripted model) watched in Chromium from its first
 event: each generation adds a point to the curves as it is recorded, the heatmap and ticker follow, and the run ends
-finished on the page; an episode it judged opens with the critic's lesson. The README's screenshots come from here."""
+finished on the page; an episode it judged opens with the critic's lesson. The scripted judge makes its verdicts and
+lessons exact; test_browser_real_run.py watches a run on the real model (and makes the README's screenshots)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from playwright.sync_api import expect
 from api.test_loop_run_reads import _support
 from lamarck.platform.container import Container
 
-from .conftest import Browse, screenshot
+from .conftest import Browse
 
 RUN_TIMEOUT_MS = 300_000  # a loaded 2-core machine takes about 100 s for the three generations
 
@@ -45,10 +46,7 @@ def test_a_real_run_watched_live(
     expect(page.locator("#ticker")).to_contain_text("run finished after 3 generations")
     expect(page.locator("#heatmap")).to_have_attribute("data-generation", "2")
     expect(page.locator("#budget")).to_contain_text("tokens")
-    screenshot(page, "ui-run")
-    screenshot(page.locator("#capability"), "ui-heatmap")
 
     page.locator("#episodes tbody tr", has_text="failed").first.get_by_role("link").click()
     expect(page.locator("#verdict")).to_contain_text("Stories with")
     expect(page.locator("#steps > li")).not_to_have_count(0)
-    screenshot(page, "ui-episode")
