@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import litellm
 import pytest
@@ -17,11 +18,17 @@ def registered(local_engine: LocalEngine) -> None:
     register_local_provider(local_engine)  # idempotent
 
 
+def finish_reason_for(completion_tokens: int, cap: int) -> str:
+    """Where the greedy answer ends depends on the CPU's float rounding (on one CI machine it ran past 16 tokens),
+    so the tests check that the reason agrees with the count rather than expecting one answer."""
+    return "length" if completion_tokens == cap else "stop"
+
+
 def test_completion_greedy() -> None:
     response = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, temperature=0)
     assert "Red" in response.choices[0].message.content
-    assert response.choices[0].finish_reason == "stop"
-    assert response.usage.prompt_tokens > 10 and 0 < response.usage.completion_tokens <= 12
+    assert response.usage.prompt_tokens > 10 and 0 < response.usage.completion_tokens <= 16
+    assert response.choices[0].finish_reason == finish_reason_for(response.usage.completion_tokens, cap=16)
     again = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, temperature=0)
     assert again.choices[0].message.content == response.choices[0].message.content
 
@@ -34,10 +41,15 @@ def test_params_honoured() -> None:
     second = litellm.completion(**kwargs)
     assert len(first.choices) == 2
     assert [c.message.content for c in first.choices] == [c.message.content for c in second.choices]
-    stopped = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stop=["Blue"])
-    assert "Blue" not in stopped.choices[0].message.content
-    kept = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stop_after=["Blue"])
-    assert kept.choices[0].message.content.endswith("Blue") and kept.choices[0].finish_reason == "stop"
+    plain = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16).choices[0]
+    word = plain.message.content.split()[1]
+    stopped = litellm.completion(model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stop=[word]).choices[0]
+    assert word not in stopped.message.content and stopped.finish_reason == "stop"
+    assert plain.message.content.startswith(stopped.message.content)
+    kept = litellm.completion(
+        model="lamarck/smollm2-135m", messages=MESSAGES, max_tokens=16, stop_after=[re.escape(word)]
+    ).choices[0]
+    assert kept.message.content.endswith(word) and kept.finish_reason == "stop"
 
 
 def test_acompletion() -> None:
