@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lamarck.platform.llm.continuous import ContinuousBatcher
 from lamarck.platform.llm.engine import LocalEngine
 from lamarck.platform.llm.gguf_files import ADAPTER_FILE, base_gguf
 from lamarck.platform.llm.model_store import ModelStore, ModelStoreError
@@ -140,6 +141,37 @@ def test_prefix_reuse_changes_nothing(model_store: ModelStore) -> None:
         warm.close()
     assert sum(a == b for a, b in zip(together, alone, strict=True)) >= 3, (together, alone)
     assert sum(a == b for a, b in zip(again, alone, strict=True)) >= 3, (again, alone)
+
+
+REPEATING = [
+    "Repeat this line four times: the red fox jumps over the lazy dog.",
+    "Count from 1 to 20, separated by commas.",
+    "Write the word hello ten times.",
+    "Copy exactly: CALL calculator: (16 - 2) + 12",
+]
+
+
+def test_a_lone_greedy_row_speculates_without_changing_its_output(
+    model_store: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    params = SamplingParams(max_tokens=40)
+
+    def answers() -> tuple[list[tuple[str, int]], dict[str, int], int]:
+        engine = LocalEngine(model_store, EngineSettings(slots=2, slot_tokens=512))  # fresh: no cached prefixes
+        try:
+            out = [engine.chat(MODEL, chat(q), params)[0] for q in REPEATING]  # one at a time: each row alone
+            return [(c.text, c.completion_tokens) for c in out], engine.prefix_stats, len(engine.steps)
+        finally:
+            engine.close()
+
+    drafted, stats, steps = answers()
+    monkeypatch.setattr(ContinuousBatcher, "_speculate", lambda self, version, row: False)
+    plain, plain_stats, plain_steps = answers()
+    assert plain_stats["drafted_tokens"] == 0
+    assert stats["drafted_tokens"] > 0 and stats["confirmed_tokens"] >= stats["drafted_tokens"] // 2, stats
+    assert steps < plain_steps  # the confirmed guesses were generated without steps of their own
+    same = sum(a == b for a, b in zip(drafted, plain, strict=True))
+    assert same >= 3, (drafted, plain)  # a near-tie may flip under the multi-position kernels, as with prefixes
 
 
 @pytest.mark.slow

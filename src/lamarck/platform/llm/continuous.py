@@ -14,6 +14,9 @@ rows into lower free slots, first moves a recently finished row's tokens aside t
 an episode coming back for its next step still finds them.
 
 A step serves one model version (llama.cpp applies a LoRA adapter per context); rows of other versions wait a step.
+A greedy row that decodes alone (a batch-1 request, or the last of a batch) feeds prompt-lookup guesses after its
+next token in the same decode and keeps those greedy decoding confirms (speculative decoding: the same output, up to
+the rounding of the kernels a multi-position decode runs, which can flip a near-tie as a cached prefix can).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import numpy as np
 from lamarck.platform.llm.llama_runtime import LlamaContext
 from lamarck.platform.llm.row_sampling import RowChooser
 from lamarck.platform.llm.sampling import Completion, SamplingParams
+from lamarck.platform.llm.speculative import Backoff, draft
 from lamarck.platform.llm.stops import stop_cut, stream_delta
 
 log = logging.getLogger(__name__)
@@ -39,6 +43,7 @@ log = logging.getLogger(__name__)
 MIN_COPY_PREFIX = 32  # tokens; a shorter shared prefix is cheaper to prefill than to copy a stream for
 KEEP_STEPS = 300  # a finished row's tokens are moved aside rather than overwritten for this many steps
 CONTINUATION_SLACK = 8  # tokens at the end of a finished reply that its re-rendered next prompt may not repeat
+DRAFT_TOKENS = 8  # at most this many prompt-lookup guesses scored with a lone greedy row's next token
 
 
 class EngineClosedError(RuntimeError):
@@ -63,6 +68,8 @@ class Row:
     pending: int | None = None  # a sampled token not yet fed
     budget: int = 0
     follows: bool = False  # a further sample of a prompt another row prefills; its stream is copied from that row
+    backoff: Backoff = field(default_factory=Backoff)  # of its prompt-lookup drafts, when it decodes alone
+    draft_size: int = 2  # guesses in its next draft: doubled when all are confirmed, cut to what was
 
 
 @dataclass
@@ -128,6 +135,8 @@ class ContinuousBatcher:
         self.steps: deque[StepRecord] = deque(maxlen=2000)
         self.prefilled_tokens = 0
         self.reused_tokens = 0
+        self.drafted_tokens = 0  # prompt-lookup guesses scored, and those greedy decoding confirmed
+        self.confirmed_tokens = 0
         self._queue: queue.Queue[Group | Forget | None] = queue.Queue()
         self._waiting: deque[Group] = deque()
         self._active: list[Row] = []
@@ -236,6 +245,9 @@ class ContinuousBatcher:
             and not r.follows
             and r.fed < len(r.prompt)
         ]
+        if len(decoding) == 1 and not prefilling and self._speculate(version, decoding[0]):
+            self._compact()
+            return
         room = self.context.batch_tokens - len(decoding)
         chunks: list[tuple[Row, list[int]]] = [(r, [r.pending]) for r in decoding if r.pending is not None]
         prefill = 0
@@ -283,6 +295,51 @@ class ContinuousBatcher:
             for member in [row, *followers]:
                 self._advance(member, member.chooser.choose(row_logits))
         self._compact()
+
+    def _speculate(self, version: str, row: Row) -> bool:
+        """Decode a lone greedy row with prompt-lookup guesses (``speculative.draft``) fed after its next token, in
+        one decode: alone, a step is bound by reading the weights, so scoring a few more positions costs little. The
+        row keeps the guesses greedy decoding confirms, plus the model's own token after them, so its output is what
+        one token per step would give (up to kernel rounding); rejected guesses' cells are removed. False when nothing
+        was tried.
+
+        Each guess costs about a quarter of a step on this CPU (measured: 11.9 ms for one position, 15.5 for two,
+        21.2 for four), so the draft grows only while its guesses are confirmed, and a row whose drafts miss or find
+        nothing stops drafting for a while (``Backoff``)."""
+        slot, pending = row.slot, row.pending
+        if slot is None or pending is None or not row.chooser.greedy or not row.backoff.ready():
+            return False
+        room = min(self.context.tokens_per_sequence - len(slot.tokens), row.budget - len(row.generated)) - 1
+        guess = draft([*slot.tokens, pending], min(row.draft_size, room))
+        if not guess:
+            row.backoff.record(0)
+            return False
+        fed, start = [pending, *guess], len(slot.tokens)
+        began = time.perf_counter()
+        logits = self.context.decode(
+            fed, list(range(start, start + len(fed))), [slot.index] * len(fed), list(range(len(fed)))
+        )
+        ended = time.perf_counter()
+        self.steps.append(StepRecord(version, 1, 0, ended - began, ended))
+        chosen: list[int] = []
+        for index, position_logits in enumerate(logits):
+            chosen.append(row.chooser.choose(position_logits))
+            if index == len(guess) or chosen[-1] != guess[index]:
+                break
+        confirmed = len(chosen) - 1
+        self.drafted_tokens += len(guess)
+        self.confirmed_tokens += confirmed
+        row.backoff.record(confirmed)
+        row.draft_size = min(DRAFT_TOKENS, 2 * row.draft_size) if confirmed == len(guess) else max(1, confirmed + 1)
+        row.pending, kept = None, 0
+        for token in chosen:
+            kept += 1  # fed[:kept] is the pending token and the guesses confirmed before this one: valid cells
+            self._advance(row, token)
+            if row.finish_reason is not None:
+                break
+        slot.tokens.extend(fed[:kept])
+        self.context.remove(slot.index, start + kept)
+        return True
 
     # ---- admission and slots -----------------------------------------------------------------
 

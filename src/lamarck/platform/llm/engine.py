@@ -82,7 +82,13 @@ class LocalEngine(EngineFrontEnd):
 
     @property
     def prefix_stats(self) -> dict[str, int]:
-        return {"prefilled_tokens": self._batcher.prefilled_tokens, "reused_tokens": self._batcher.reused_tokens}
+        batcher = self._batcher
+        return {
+            "prefilled_tokens": batcher.prefilled_tokens,
+            "reused_tokens": batcher.reused_tokens,
+            "drafted_tokens": batcher.drafted_tokens,
+            "confirmed_tokens": batcher.confirmed_tokens,
+        }
 
     def forget_adapter(self, version: str) -> None:
         """Drop a loaded adapter and its cached prefixes, so the next request reloads it from the store."""
