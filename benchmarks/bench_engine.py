@@ -9,6 +9,10 @@ files (quantize the bundled GGUF, convert a rank-16 LoRA adapter) and to start e
 process of its own (in one process, torch's and llama.cpp's OpenMP threads spin against each other and halve
 llama.cpp's speed), one after the other, ``--repeats`` times per case, and the medians are reported.
 
+At batch 1 the embedded engine decodes with prompt-lookup guesses (``platform/llm/continuous.py``); llama.cpp driven
+directly does not. The prompts ignore end-of-sequence, so replies run on and often repeat themselves, which such
+guesses predict well: the JSON records how many guesses the embedded engine scored and how many were confirmed.
+
 Run: ``python benchmarks/bench_engine.py [--sizes 1 8 32 64] [--repeats 2] [--store DIR]``.
 """
 
@@ -42,6 +46,7 @@ from lamarck.platform.settings import EngineSettings  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
 NEW_TOKENS = 64
+PREFILL_PROMPTS = 32
 TOPICS = ["rivers", "volcanoes", "bridges", "the moon", "bees", "glaciers", "libraries", "trains"]
 Prompts = list[tuple[str, list[int]]]  # rendered text and its token ids
 Runner = Callable[[Prompts, int], float]  # (prompts, n samples) -> generated tok/s
@@ -201,7 +206,7 @@ def measure(name: str, args: argparse.Namespace) -> dict:
 
     store = ModelStore(args.store)
     spec = store.resolve(MODEL)
-    biggest = max(args.sizes + args.shared)
+    biggest = max(args.sizes + args.shared + [PREFILL_PROMPTS])  # room for the prefill row's prompts too
     tokenizer = AutoTokenizer.from_pretrained(spec.base_dir, local_files_only=True)
     started = time.perf_counter()
     engine: LocalEngine | TorchEngine | None = None
@@ -233,13 +238,16 @@ def measure(name: str, args: argparse.Namespace) -> dict:
             runs.append(run(fresh(count, f"{label}-{repeat}-"), n))
         rows.append({"case": label, "tok_s": statistics.median(runs), "runs": runs, "load": statistics.median(loads)})
         print(f"{name}: {label}: {rows[-1]['tok_s']:.1f} tok/s", flush=True)
-    prompts = fresh(32, "prefill-")
+    prompts = fresh(PREFILL_PROMPTS, "prefill-")
     result = {
         "rows": rows,
         "prefill_tok_s": prefill(prompts),
         "start_s": start_seconds,
         "prompt_tokens_mean": sum(len(ids) for _, ids in prompts) / len(prompts),
     }
+    if isinstance(engine, LocalEngine):  # its lone greedy rows (batch 1) decode with prompt-lookup guesses
+        stats = engine.prefix_stats
+        result["speculation"] = {k: stats[k] for k in ("drafted_tokens", "confirmed_tokens")}
     if engine is not None:
         engine.close()
     return result
@@ -334,6 +342,7 @@ def main() -> None:
         "setup_seconds": setup,
         "prefill_tok_s": prefill,
         "rows": rows,
+        "embedded_speculation": measured["embedded"].get("speculation"),  # over all of its cases
         "load_average_end": os.getloadavg(),
     }
 
@@ -359,6 +368,11 @@ def main() -> None:
         f"best embedded / transformers b32 = {summary['best_vs_transformers_b32']:.2f}x (target 2x); "
         f"embedded b1 / llama.cpp Q8_0 b1 = {summary['b1_vs_llamacpp_b1']:.2f} (target 1.0)"
     )
+    if speculation := result["embedded_speculation"]:
+        console.print(
+            f"embedded prompt-lookup guesses: {speculation['confirmed_tokens']} of {speculation['drafted_tokens']} "
+            "confirmed (all cases)"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
 
