@@ -109,6 +109,7 @@ bench: setup
 	$(PY) benchmarks/bench_training.py
 	$(PY) benchmarks/bench_formats.py
 	$(PY) benchmarks/bench_tools.py
+	$(PY) benchmarks/bench_scaleout.py
 
 # The proof that the loop improves the model: 60 + 30 minutes of evolution on a 2-core CPU, then the evaluations.
 bench-evolution: setup

@@ -1,8 +1,8 @@
 """Queued rollouts on real ``lamarck worker --queues rollout`` processes: PostgreSQL, Redis, a Chroma server and the
 executor's model served over HTTP (a scripted model behind ``lamarck serve-model``'s app, a fixed delay per call).
 
-A run of two generations starts with one worker, which is killed with SIGKILL in the middle of a rollout; a second
-worker takes the job the broker gives back and the rest, and the run finishes with every episode recorded once. And a
+A run of two generations starts on two workers; one is killed with SIGKILL in the middle of a rollout, the other takes
+the job the broker gives back and the rest, and the run finishes with every episode recorded once. And a
 small run whose worker rolls out on the real local model (SmolLM2 in the worker's own engine).
 """
 
@@ -207,10 +207,10 @@ def _worker_calls(db: Database) -> list[LLMCall]:
         return list(session.scalars(query))
 
 
-def test_a_worker_killed_mid_rollout_loses_nothing_and_records_nothing_twice(
+def test_one_of_two_workers_killed_mid_rollout_loses_nothing_and_records_nothing_twice(
     deployment: Deployment, start_worker: Callable[[str], Worker], postgres_db: Database, tmp_path: Path
 ) -> None:
-    first = start_worker("worker-a")
+    first, _second = start_worker("worker-a"), start_worker("worker-b")
     memory = open_memory(deployment.settings)
     outcome: list[RunOutcome | BaseException] = []
     try:
@@ -233,10 +233,11 @@ def test_a_worker_killed_mid_rollout_loses_nothing_and_records_nothing_twice(
 
             driver = threading.Thread(target=drive)
             driver.start()
-            _wait(lambda: _worker_calls(postgres_db), 180, "the first worker's first model call")
+            _wait(lambda: b"lamarck.rollout.run[" in first.log.read_bytes(), 180, "worker-a's first rollout job")
+            _wait(lambda: _worker_calls(postgres_db), 60, "the workers' first model call")
+            time.sleep(2 * DELAY)  # worker-a is inside its rollout: past its first model call, before its last
             first.kill()
             killed_calls = {call.episode_id for call in _worker_calls(postgres_db)}
-            start_worker("worker-b")
             driver.join(timeout=300)
             assert not driver.is_alive(), "the run did not finish"
     finally:
@@ -267,7 +268,7 @@ def test_a_worker_killed_mid_rollout_loses_nothing_and_records_nothing_twice(
     # a job delivered again after it succeeded (the broker gives back a job that outlived the visibility timeout)
     # succeeds again with the episodes the first delivery recorded
     assert len(results) == 8 and all(len(found) == 1 for found in results.values())
-    assert any(count > 1 for count in started.values())  # the killed job started again (on the second worker)
+    assert any(count > 1 for count in started.values())  # the killed job started again (on the other worker)
     print(f"jobs started {sum(started.values())} times for 8 tasks; {len(orphans)} attempts died with the worker")
 
 
