@@ -47,7 +47,7 @@ from memory.memory_chroma_server import ChromaServer  # type: ignore[import-not-
 
 pytestmark = pytest.mark.slow
 
-DELAY = 0.3  # seconds per executor call at the model server: a rollout lasts long enough to be killed inside
+DELAY = 1.0  # seconds per executor call at the model server: a rollout lasts long enough to be killed inside
 
 
 class ScriptedEngine:
@@ -199,6 +199,18 @@ def _wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def _inside_a_rollout(log: Path) -> bool:
+    """Whether the worker's log shows it inside a rollout job: a model call completed since it received its latest
+    job, which has not succeeded yet."""
+    text = log.read_text(errors="replace")
+    received = text.rfind("Task lamarck.rollout.run[")
+    if received < 0 or not text.startswith("received", text.find("]", received) + 2):
+        return False
+    job = text[received : text.find("]", received) + 1]
+    since = text[received:]
+    return "Completed Call" in since and f"{job} succeeded" not in since
+
+
 def _worker_calls(db: Database) -> list[LLMCall]:
     """The executor's calls to the model server, which only the workers make (the orchestrator's learnable frontier
     probes cells with the executor's scripted model in its own process)."""
@@ -233,9 +245,8 @@ def test_one_of_two_workers_killed_mid_rollout_loses_nothing_and_records_nothing
 
             driver = threading.Thread(target=drive)
             driver.start()
-            _wait(lambda: b"lamarck.rollout.run[" in first.log.read_bytes(), 180, "worker-a's first rollout job")
-            _wait(lambda: _worker_calls(postgres_db), 60, "the workers' first model call")
-            time.sleep(2 * DELAY)  # worker-a is inside its rollout: past its first model call, before its last
+            _wait(lambda: _inside_a_rollout(first.log), 180, "worker-a past a rollout's first model call")
+            time.sleep(DELAY / 4)  # that call's record is written; the rollout's next call is still at the server
             first.kill()
             killed_calls = {call.episode_id for call in _worker_calls(postgres_db)}
             driver.join(timeout=300)
