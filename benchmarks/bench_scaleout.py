@@ -305,10 +305,10 @@ def run_point(workers: int, model_url: str, chroma_url: str, root: Path, args: a
                     generations = repo.get_run(session, run_id=run_id).summary.get("generations", {})
                     nodes = {int(g): s.get("node_seconds") or {} for g, s in generations.items()}
                     execute = sum(float(seconds.get("execute", 0.0)) for seconds in nodes.values())
-                    # warm: the generations after the first, once every worker has loaded what its first job loads
-                    warm_seconds = sum(sum(map(float, seconds.values())) for g, seconds in nodes.items() if g > 1)
+                    # warm: generations after the first (counted from 0), once every worker has loaded its clients
+                    warm_seconds = sum(sum(map(float, seconds.values())) for g, seconds in nodes.items() if g >= 1)
                     warm_episodes = session.scalar(
-                        select(func.count()).select_from(Episode).where(Episode.generation > 1)
+                        select(func.count()).select_from(Episode).where(Episode.generation >= 1)
                     )
                     latencies = sorted(session.scalars(select(LLMCall.latency_s).where(LLMCall.role == "executor")))
                     job_seconds = job_durations(session)
@@ -447,7 +447,7 @@ def main() -> None:
             "model": f"scripted server, {args.call_seconds} s per call + {args.word_seconds} s per generated word",
             "real_model_efficiency": {str(p["workers"]): p.get("warm_efficiency", p.get("efficiency")) for p in real},
         },
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "settings": {k: v for k, v in vars(args).items() if not isinstance(v, Path)},  # no machine paths
         "scripted": scripted,
         "real_model": real,
         "cpu_count": os.cpu_count(),
