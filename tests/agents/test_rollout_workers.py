@@ -9,6 +9,7 @@ small run whose worker rolls out on the real local model (SmolLM2 in the worker'
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -200,15 +201,11 @@ def _wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def _inside_a_rollout(log: Path) -> bool:
-    """Whether the worker's log shows it inside a rollout job: a model call completed since it received its latest
-    job, which has not succeeded yet."""
+    """Whether the worker's log shows it inside a rollout job: its latest job line says received, not succeeded, and
+    a model call completed after it (LiteLLM logs each completed call)."""
     text = log.read_text(errors="replace")
-    received = text.rfind("Task lamarck.rollout.run[")
-    if received < 0 or not text.startswith("received", text.find("]", received) + 2):
-        return False
-    job = text[received : text.find("]", received) + 1]
-    since = text[received:]
-    return "Completed Call" in since and f"{job} succeeded" not in since
+    lines = list(re.finditer(r"Task lamarck\.rollout\.run\[[^\]]+\] (received|succeeded)", text))
+    return bool(lines) and lines[-1][1] == "received" and "Completed Call" in text[lines[-1].end() :]
 
 
 def _worker_calls(db: Database) -> list[LLMCall]:
