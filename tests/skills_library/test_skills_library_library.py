@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from lamarck.memory.chroma import ChromaMemory
 from lamarck.platform.sandbox import Sandbox
 from lamarck.platform.storage.database import Database
 from lamarck.skills_library.builtin import builtin_skills
 from lamarck.skills_library.library import LibraryConfig, SkillLibrary, UnknownSkill
-from lamarck.skills_library.skill import SkillCandidate
+from lamarck.skills_library.retrieval import SKILLS_COLLECTION
+from lamarck.skills_library.skill import SkillCandidate, SkillView
 from lamarck.skills_library.verify import run_tests
 
 DOUBLE = SkillCandidate(
@@ -155,3 +157,29 @@ def test_retrieval_by_meaning_with_real_embeddings(memory_library: SkillLibrary)
         library.record_use("double", False)
     names = [h.name for h in library.retrieve("multiply a number by two", environment=None, k=5)]
     assert "double" not in names  # deprecated: kept, not offered
+
+
+def test_an_indexing_that_read_before_a_deprecation_writes_the_deprecation_too(
+    sqlite_db: Database, skill_sandbox: Sandbox, skill_memory: ChromaMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API indexes in the background: an addition's indexing can read the skill, wait for the embedder while a
+    deprecation commits, and write last. Its write must not leave the index saying active."""
+    plain = SkillLibrary(sqlite_db, skill_sandbox)  # writes SQL only, as the API's requests do
+    indexing = SkillLibrary(sqlite_db, skill_sandbox, skill_memory)
+    assert plain.add(DOUBLE).status == "added"
+    write = indexing._index
+    written: list[str] = []
+
+    def a_deprecation_lands_before_the_write(view: SkillView, environment: str | None) -> None:
+        if not written:
+            plain.deprecate("double", reason="superseded", by="test")
+        written.append(view.status)
+        write(view, environment)
+
+    monkeypatch.setattr(indexing, "_index", a_deprecation_lands_before_the_write)
+    indexing.index("double")
+    assert written == ["active", "deprecated"]
+    [stored] = skill_memory.collection(SKILLS_COLLECTION).get(["double"])
+    assert stored.metadata["status"] == "deprecated"
+    indexing.index("double")  # unchanged since: one write
+    assert written == ["active", "deprecated", "deprecated"]

@@ -164,12 +164,27 @@ class SkillLibrary:
         log.info("skill %s deprecated by %s: %s", name, by, reason)
         return view
 
-    def index(self, name: str) -> None:
+    def index(self, name: str, *, attempts: int = 5) -> None:
         """Index one stored skill as it is now (its status too), e.g. one that a library without the vector memory
-        added or deprecated; nothing without memory or without the skill."""
+        added or deprecated; nothing without memory or without the skill.
+
+        Two indexings of one skill can overlap (an addition's, still loading the embedder, and a deprecation's):
+        the one that read SQL first may write last. So each reads SQL again after writing and writes again while
+        what it wrote is no longer what SQL holds; the last writer always sees the last state."""
         view = self.get(name)
-        if view is not None:
+        for _ in range(attempts):
+            if view is None:
+                return
             self._index(view, None)
+            now = self.get(name)
+            if now is None or _indexed_fields(now) == _indexed_fields(view):
+                return
+            view = now
+        log.warning(
+            "skill %s changed %d times while being indexed: its index may lag SQL, which retrieval reads",
+            name,
+            attempts,
+        )
 
     # reading
 
@@ -340,6 +355,11 @@ class SkillLibrary:
             collection.update_metadata([view.name], {key: fresh[key] for key in ("status", "utility", "version")})
         except MemoryStoreError as exc:
             log.warning("skill %s: index not updated: %s", view.name, exc)
+
+
+def _indexed_fields(view: SkillView) -> tuple[object, ...]:
+    written = record(view)
+    return (written.text, tuple(sorted(written.metadata.items())))
 
 
 def _rejected(name: str, reason: str) -> AddResult:
