@@ -49,6 +49,8 @@ from lamarck.skills_library.verify import call_in_sandbox, run_tests
 
 log = logging.getLogger(__name__)
 
+INDEX_ATTEMPTS = 5  # writes of one skill's index while SQL keeps changing under it
+
 
 class UnknownSkill(LookupError):
     """No skill by that name; the message is one line."""
@@ -164,7 +166,7 @@ class SkillLibrary:
         log.info("skill %s deprecated by %s: %s", name, by, reason)
         return view
 
-    def index(self, name: str, *, attempts: int = 5) -> None:
+    def index(self, name: str) -> None:
         """Index one stored skill as it is now (its status too), e.g. one that a library without the vector memory
         added or deprecated; nothing without memory or without the skill.
 
@@ -172,18 +174,18 @@ class SkillLibrary:
         the one that read SQL first may write last. So each reads SQL again after writing and writes again while
         what it wrote is no longer what SQL holds; the last writer always sees the last state."""
         view = self.get(name)
-        for _ in range(attempts):
+        for _ in range(INDEX_ATTEMPTS):
             if view is None:
                 return
             self._index(view, None)
             now = self.get(name)
-            if now is None or _indexed_fields(now) == _indexed_fields(view):
+            if now is None or record(now) == record(view):
                 return
             view = now
         log.warning(
             "skill %s changed %d times while being indexed: its index may lag SQL, which retrieval reads",
             name,
-            attempts,
+            INDEX_ATTEMPTS,
         )
 
     # reading
@@ -355,11 +357,6 @@ class SkillLibrary:
             collection.update_metadata([view.name], {key: fresh[key] for key in ("status", "utility", "version")})
         except MemoryStoreError as exc:
             log.warning("skill %s: index not updated: %s", view.name, exc)
-
-
-def _indexed_fields(view: SkillView) -> tuple[object, ...]:
-    written = record(view)
-    return (written.text, tuple(sorted(written.metadata.items())))
 
 
 def _rejected(name: str, reason: str) -> AddResult:
