@@ -385,3 +385,47 @@ def test_the_node_sends_to_the_task_the_workers_register() -> None:
     from lamarck.agents import rollout_queue, rollout_tasks
 
     assert rollout_queue.TASK_NAME == rollout_tasks.TASK_NAME == rollout_tasks.run.name
+
+
+@pytest.mark.parametrize(
+    ("mode", "rollouts", "queues", "warms"),
+    [
+        ("embedded", "in_process", None, False),  # the embedded worker trains; rollouts run in the run's process
+        ("embedded", "queue", None, True),
+        ("embedded", "queue", ["train"], False),
+        ("distributed", "in_process", ["rollout"], True),  # a worker started for rollouts gets them
+        ("distributed", "queue", ["train"], False),
+        ("distributed", "queue", ["rollout", "train"], True),
+    ],
+)
+def test_a_worker_warms_up_for_rollouts_only_when_it_will_take_them(
+    tmp_path: Path, mode: str, rollouts: str, queues: list[str] | None, warms: bool
+) -> None:
+    from celery import Celery
+
+    from lamarck.agents.rollout_tasks import consumes_rollouts
+    from lamarck.platform.workers import configure
+
+    broker = "redis://127.0.0.1:6379/0" if mode == "distributed" else None
+    settings = Settings(data_dir=tmp_path, broker_url=broker, workers={"rollouts": rollouts})
+    celery = configure(Celery("warm-test"), settings)
+    if queues is not None:
+        celery.amqp.queues.select(queues)
+    assert consumes_rollouts(celery) is warms
+
+
+def test_warming_up_opens_the_embedder_and_the_stores_a_rollout_uses(tmp_path: Path) -> None:
+    from lamarck.agents.rollout_jobs import warm_for_rollouts
+    from lamarck.memory import embeddings
+    from lamarck.platform.container import Container
+
+    container = Container(Settings(data_dir=tmp_path))
+    try:
+        seconds = warm_for_rollouts(container)
+        assert seconds > 0
+        opened = set(vars(container))
+        assert {"db", "sandbox", "gateway", "memory", "lessons", "library"} <= opened
+        assert container.memory.embedding.stats.snapshot().calls == 1  # a model call, not a cache hit
+        assert embeddings.bundled_model_path().resolve() in embeddings._models
+    finally:
+        container.close()

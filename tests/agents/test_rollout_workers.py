@@ -289,7 +289,7 @@ def test_a_worker_rolls_out_on_the_real_local_model(
     env = deployment.env
     env.pop("LAMARCK_MODELS__EXECUTOR__API_BASE")  # lamarck/smollm2-135m in the worker's own engine
     env.update({"LAMARCK_MODEL_STORE_DIR": str(model_store.root), "LAMARCK_ENGINE__SLOTS": "4"})
-    start_worker("worker-real")
+    worker = start_worker("worker-real")
     memory = open_memory(deployment.settings)
     try:
         with scripted_provider(ScriptedLLM(responder())):
@@ -314,3 +314,8 @@ def test_a_worker_rolls_out_on_the_real_local_model(
     assert calls and {call.model for call in calls} == {f"lamarck/{DEFAULT_MODEL_VERSION}"}
     assert {call.episode_id for call in calls} <= set(episodes) and all(call.ok for call in calls)
     assert all(e.completion_tokens > 0 for e in episodes.values())
+    log = worker.log.read_text(errors="replace")
+    warm = re.search(r"rollout worker process \d+ warm in [\d.]+s", log)
+    assert warm is not None, log[-3000:]
+    # the job can be received (prefetched by the main process) while the pool process warms; it runs after
+    assert warm.start() < log.index("LiteLLM completion()")

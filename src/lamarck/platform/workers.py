@@ -37,7 +37,10 @@ from lamarck.platform.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger(__name__)
 
-QUEUES = ("rollout", "train")
+ROLLOUT_QUEUE = "rollout"
+TRAIN_QUEUE = "train"
+QUEUES = (ROLLOUT_QUEUE, TRAIN_QUEUE)
+PROCESS_INIT_SECONDS = 120.0  # a rollout worker process warms up (loads the embedder) before it reports up
 TASK_MODULES = ["lamarck.training.tasks", "lamarck.agents.rollout_tasks"]
 
 
@@ -73,14 +76,15 @@ def configure(app: Celery, settings: Settings) -> Celery:
         worker_prefetch_multiplier=1,
         worker_concurrency=workers.concurrency,
         task_queues=[Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES],
-        task_default_queue="rollout",
-        task_default_exchange="rollout",
-        task_default_routing_key="rollout",
-        task_routes={"lamarck.train.*": {"queue": "train"}, "lamarck.rollout.*": {"queue": "rollout"}},
+        task_default_queue=ROLLOUT_QUEUE,
+        task_default_exchange=ROLLOUT_QUEUE,
+        task_default_routing_key=ROLLOUT_QUEUE,
+        task_routes={"lamarck.train.*": {"queue": TRAIN_QUEUE}, "lamarck.rollout.*": {"queue": ROLLOUT_QUEUE}},
         task_serializer="json",
         accept_content=["json"],
         imports=TASK_MODULES,
         worker_hijack_root_logger=False,
+        worker_proc_alive_timeout=PROCESS_INIT_SECONDS,
     )
     app.conf["lamarck_settings"] = settings
     _drop_connections(app)
