@@ -15,10 +15,10 @@ pair of points, labelled ``real model``, serves SmolLM2-135M from a real `lamarc
 batching across workers) on the same 2 cores: the honest number, which compute bounds.
 
 Efficiency at N workers = (episodes/min at N) / (N x episodes/min at 1). The headline (``efficiency_4_workers``) is
-over the warm generations, those after the first, with every node of the graph counted: a worker's first job also
-loads its embedding model and opens its clients (measured: 10 s alone, 18 s with four workers loading at once on 2
-cores), a start-up cost that a short run would otherwise spread over every episode. The whole run's figure is kept
-beside it.
+over the warm generations, those after the first, with every node of the graph counted; the whole run's figure is
+kept beside it. A worker process warms up before it takes a job (loads its embedding model and opens its clients:
+10 s alone, 18 s with four workers loading at once on 2 cores), and a point starts its run once every worker has
+logged that it is warm, as a deployment's workers are up before the runs they serve.
 
 Run: ``python benchmarks/bench_scaleout.py [--workers 1 2 4] [--generations 3] [--batch 16] [--no-real]``.
 Needs PostgreSQL (``LAMARCK_TEST_POSTGRES_URL``, default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``) and
@@ -66,6 +66,7 @@ POSTGRES_URL = os.environ.get("LAMARCK_TEST_POSTGRES_URL", "postgresql+psycopg:/
 REDIS_URL = os.environ.get("LAMARCK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 BIN = Path(sys.executable).parent
+WARM_LINE = re.compile(rb"rollout worker process \d+ warm in")  # rollout_tasks logs it once a process is warm
 console = Console()
 
 
@@ -268,7 +269,7 @@ def run_point(workers: int, model_url: str, chroma_url: str, root: Path, args: a
                 command = [str(BIN / "lamarck"), "worker", "--queues", "rollout", "--concurrency", "1"]
                 pool.append(Process(command, {**env, "LAMARCK_DATA_DIR": str(point_root / f"w{index}")}, log))
             for index, worker in enumerate(pool):
-                wait_for(lambda w=worker: b" ready." in w.log.read_bytes(), 180, f"worker {index}", worker)
+                wait_for(lambda w=worker: WARM_LINE.search(w.log.read_bytes()), 180, f"worker {index}", worker)
             settings = Settings(
                 data_dir=point_root / "orchestrator",
                 database_url=db.url,
