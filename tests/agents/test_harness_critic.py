@@ -114,9 +114,28 @@ def test_knob_proposals_move_knobs_of_the_parent_and_never_repeat_it() -> None:
     assert len(proposals) == 12
     assert len({p.spec.digest() for p in proposals}) == 12 and ROOT.digest() not in {p.spec.digest() for p in proposals}
     for proposal in proposals:
-        assert 1 <= len(proposal.changed) <= 2 and proposal.spec.system_prompt == ROOT.system_prompt
+        moved = set(proposal.changed) - (
+            {"samples_per_task", "top_p"} if proposal.spec.sampling.temperature == 0 else set()
+        )
+        assert 1 <= len(moved) <= 2 and proposal.spec.system_prompt == ROOT.system_prompt
     only = knob_proposals(ROOT, ONLY_TEMPERATURE, random.Random(0), 10)
     assert sorted(p.spec.sampling.temperature for p in only) == [0.0, 0.3, 1.0]
+
+
+def test_a_greedy_proposal_takes_one_sample_and_moves_that_repeat_it_are_not_made() -> None:
+    greedy = next(
+        p for p in knob_proposals(ROOT, ONLY_TEMPERATURE, random.Random(0), 10) if p.changed["temperature"] == 0
+    )
+    assert ROOT.sampling.samples_per_task > 1
+    assert (greedy.spec.sampling.samples_per_task, greedy.spec.sampling.top_p) == (1, 1.0)
+    assert greedy.changed == {"temperature": 0.0, "samples_per_task": 1, "top_p": 1.0}
+    parent = greedy.spec
+    children = knob_proposals(parent, KnobSpace(), random.Random(0), 64)
+    assert children and parent.digest() not in {c.spec.digest() for c in children}
+    for child in children:
+        if child.spec.sampling.temperature == 0.0:  # samples and top_p moves of a greedy parent repeat it
+            assert (child.spec.sampling.samples_per_task, child.spec.sampling.top_p) == (1, 1.0)
+            assert not {"samples_per_task", "top_p"} & set(child.changed)
 
 
 def test_the_search_promotes_a_known_better_temperature_and_archives_the_worse() -> None:

@@ -166,11 +166,22 @@ def with_knob(spec: HarnessSpec, knob: str, value: Any) -> HarnessSpec:
     return spec.derive(**{knob: value})
 
 
+def without_redundant_samples(spec: HarnessSpec) -> HarnessSpec:
+    """At temperature 0 the engine decodes greedily, so every sample of a task is the same and top_p does nothing:
+    a greedy harness takes one sample with top_p 1. Otherwise a move to temperature 0 would keep the parent's
+    samples and pay several times for one answer (measured on arithmetic's dev slice: greedy with 4 samples costs
+    4x the tokens of greedy with 1 for the same passes), and the token limit would refuse it."""
+    if spec.sampling.temperature != 0.0 or (spec.sampling.samples_per_task, spec.sampling.top_p) == (1, 1.0):
+        return spec
+    return spec.derive(sampling={"samples_per_task": 1, "top_p": 1.0})
+
+
 def knob_proposals(parent: HarnessSpec, space: KnobSpace, rng: random.Random, count: int) -> list[Proposal]:
     """Up to ``count`` distinct children, each with one knob moved (two when single moves run out)."""
     if count <= 0:
         return []
     singles: list[dict[str, Any]] = []
+    knobs = list(space.model_dump())
     for knob, values in space.model_dump().items():
         for value in values:
             if value != knob_value(parent, knob):
@@ -183,6 +194,8 @@ def knob_proposals(parent: HarnessSpec, space: KnobSpace, rng: random.Random, co
         spec = parent
         for knob, value in changes.items():
             spec = with_knob(spec, knob, value)
+        spec = without_redundant_samples(spec)
+        changes = {k: knob_value(spec, k) for k in knobs if knob_value(spec, k) != knob_value(parent, k)}
         if spec.digest() in seen:
             continue
         seen.add(spec.digest())
