@@ -54,7 +54,7 @@ def test_a_round_is_archived_with_lineage_and_the_winner_promoted(db: Database) 
     root_id, out = _round(db)
     record_round(db, out, round_=1)  # type: ignore[arg-type]
     record_round(db, out, round_=1)  # type: ignore[arg-type]  # a re-run node records nothing twice
-    winner = ROOT.derive(sampling={"temperature": 0.0}).version_id
+    winner = ROOT.derive(sampling={"temperature": 0.0, "samples_per_task": 1, "top_p": 1.0}).version_id
     with db.session() as session:
         assert promoted_harness(session, "arithmetic") == winner
         assert repo.get_harness(session, harness_id=root_id).status == "retired"
@@ -67,7 +67,12 @@ def test_a_round_is_archived_with_lineage_and_the_winner_promoted(db: Database) 
         rounds = repo.get_harness(session, harness_id=root_id).eval_scores["rounds"]
         assert len(rounds) == 1 and rounds[0]["promoted"] == winner
         change = diff(load_harness(session, harness_id=root_id), load_harness(session, harness_id=winner))
-        assert change.knobs == {"sampling.temperature": (0.7, 0.0)} and change.prompt == []
+        assert change.prompt == []
+        assert change.knobs == {
+            "sampling.temperature": (0.7, 0.0),
+            "sampling.samples_per_task": (4, 1),  # greedy: one sample (harness_proposals.without_redundant_samples)
+            "sampling.top_p": (0.95, 1.0),
+        }
         assert rollback_harness(session, "arithmetic") == root_id
         assert promoted_harness(session, "arithmetic") == root_id
 
