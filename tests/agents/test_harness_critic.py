@@ -321,3 +321,33 @@ def test_edge_first_puts_partly_solved_levels_first_then_the_border_when_none_is
     border = edge_first(tasks, [True, True, True, True, False, False, False, False])
     assert [tasks[i].difficulty for i in border] == [2, 3, 2, 3, 1, 1, 4, 4]
     assert sorted(mixed) == sorted(border) == list(range(8))
+
+
+def test_the_edge_includes_the_first_level_above_everything_the_champion_passes() -> None:
+    from lamarck.agents.harness_critic import edge_levels
+
+    tasks = _by_level({1: 2, 2: 2, 3: 2})
+    assert edge_levels(tasks, [True, False, False, False, False, False]) == [1, 2]  # partly solved, then the border
+    assert edge_levels(tasks, [True, True, False, False, False, False]) == [1, 2]  # none partly: top solved, border
+    assert edge_levels(tasks, [False] * 6) == [1]
+
+
+def test_reserve_tasks_at_the_champions_edge_join_the_slice_so_a_small_gain_becomes_significant() -> None:
+    def evaluate(harness: HarnessSpec, tasks: Sequence[TaskSpec]) -> DevResult:
+        cooler = harness.sampling.temperature == 0.3  # solves half of level 2, which the champion never solves
+        passed = [t.difficulty == 1 or (t.difficulty == 2 and cooler and t.seed % 2 == 0) for t in tasks]
+        return DevResult(passed=passed, tokens=[100] * len(tasks))
+
+    settings = HarnessCriticSettings(
+        knob_proposals=10, demonstration_proposals=0, rewrite_proposals=0, early_tasks=4, budget_tasks=1000
+    )
+    only_cooler = ONLY_TEMPERATURE.model_copy(update={"temperature": (0.3,)})
+    dev = _by_level({1: 4, 2: 4, 3: 4, 4: 4})
+    reserve = [t for t in _by_level({1: 16, 2: 16, 3: 16, 4: 16}) if t.seed >= 4]
+    critic = HarnessCritic(evaluate, settings, knobs=only_cooler)
+    without = critic.run(HarnessCriticInput(champion=ROOT, dev_tasks=dev, registered_tools=TOOLS))
+    assert without.promoted is None and (without.challengers[0].wins, without.challengers[0].losses) == (2, 0)
+    out = critic.run(HarnessCriticInput(champion=ROOT, dev_tasks=dev, reserve_tasks=reserve, registered_tools=TOOLS))
+    [cooler] = out.challengers
+    assert cooler.tasks == 16 + 24  # the edge is levels 1 (solved, none partly) and 2 (the border): 12 more each
+    assert (cooler.wins, cooler.losses) == (8, 0) and out.promoted == cooler.harness_id

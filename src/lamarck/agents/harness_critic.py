@@ -64,6 +64,8 @@ class HarnessCriticInput(BaseModel):
 
     champion: HarnessSpec
     dev_tasks: list[TaskSpec]  # the development slice: training seeds only
+    # more dev-slice tasks; those at the champion's edge levels join the slice (the rest decide nothing)
+    reserve_tasks: list[TaskSpec] = Field(default_factory=list)
     failures: list[FailureCase] = Field(default_factory=list)
     failed_replies: list[str] = Field(default_factory=list)  # a few of the model's failed replies, for the rewrite
     demonstrations: list[tuple[int, FewShotExample]] = Field(default_factory=list)  # (difficulty, verified success)
@@ -143,10 +145,27 @@ class _Champion:
         return moved
 
 
+def edge_levels(tasks: Sequence[TaskSpec], passed: Sequence[bool]) -> list[int]:
+    """The champion's edge, where a challenger can differ from it: the levels it passes some but not all of, and
+    the lowest level above everything it passes, which it fails outright (where a better harness first shows); when
+    it passes no level only partly, the highest level it fully passes as well."""
+    by_level: dict[int, list[int]] = {}
+    for i, task in enumerate(tasks):
+        by_level.setdefault(task.difficulty, []).append(i)
+    rate = {level: sum(passed[i] for i in items) / len(items) for level, items in by_level.items()}
+    edge = {level for level in by_level if 0 < rate[level] < 1}
+    if not edge:
+        edge |= {max((level for level, r in rate.items() if r == 1), default=min(by_level, default=0))}
+    top = max((level for level, r in rate.items() if r > 0), default=None)
+    above = [level for level, r in rate.items() if r == 0 and (top is None or level > top)]
+    if above:
+        edge.add(min(above))
+    return sorted(level for level in edge if level in by_level)
+
+
 def edge_first(tasks: Sequence[TaskSpec], passed: Sequence[bool]) -> list[int]:
-    """Task indices with the champion's edge first, its levels taken in turn: the levels it passes some but not all
-    of (or, when there are none, the highest level it fully passes and the lowest above it that it fails); then the
-    other levels in slice order.
+    """Task indices with the champion's edge (``edge_levels``) first, its levels taken in turn; then the other
+    levels in slice order.
 
     A challenger's first batch decides whether it goes on, and only tasks where the two harnesses can disagree decide
     anything: on levels the champion always passes or always fails both usually agree, so a first batch of the
@@ -154,12 +173,7 @@ def edge_first(tasks: Sequence[TaskSpec], passed: Sequence[bool]) -> list[int]:
     by_level: dict[int, list[int]] = {}
     for i, task in enumerate(tasks):
         by_level.setdefault(task.difficulty, []).append(i)
-    rate = {level: sum(passed[i] for i in items) / len(items) for level, items in by_level.items()}
-    edge = [level for level in sorted(by_level) if 0 < rate[level] < 1]
-    if not edge:
-        top_solved = max((level for level, r in rate.items() if r == 1), default=None)
-        above = [level for level, r in rate.items() if r == 0 and (top_solved is None or level > top_solved)]
-        edge = sorted(level for level in (top_solved, min(above, default=None)) if level is not None)
+    edge = edge_levels(tasks, passed)
     order: list[int] = []
     queues = [list(by_level[level]) for level in edge]
     while any(queues):
@@ -199,7 +213,12 @@ class HarnessCritic:
                 invalid=invalid,
                 tasks_evaluated=budget.used,
             )
-        champion = scout.reordered(edge_first(request.dev_tasks, scout.passed))
+        edge = set(edge_levels(scout.tasks, scout.passed))
+        deeper = [task for task in request.reserve_tasks if task.difficulty in edge]
+        if deeper and budget.take(len(deeper)):  # more of the tasks that can decide, before any challenger runs
+            scout.tasks += deeper
+            scout.first(len(scout.tasks), _Budget(len(deeper)))
+        champion = scout.reordered(edge_first(scout.tasks, scout.passed))
         dev_tasks = champion.tasks
         for proposal in proposals:
             if not budget.take(early):

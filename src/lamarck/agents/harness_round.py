@@ -13,7 +13,7 @@ from lamarck.agents.harness_archive import record_round
 from lamarck.agents.harness_critic import HarnessCritic, HarnessCriticInput, HarnessCriticOutput, dev_evaluator
 from lamarck.agents.harness_proposals import FailureCase
 from lamarck.curriculum.environment import Environment
-from lamarck.curriculum.heldout import dev_set
+from lamarck.curriculum.heldout import RESERVED_PER_LEVEL, dev_set
 from lamarck.platform.llm.gateway import LLMGateway
 from lamarck.platform.settings import HarnessCriticSettings
 from lamarck.platform.storage import repositories as repo
@@ -100,11 +100,15 @@ def run_round(
     _, champion = current_harness(db, env, default)
     failures, replies = failure_cases(db, env.name)
     tasks = dev_set(env.name, per_level=settings.dev_per_level, env=env)
+    deeper = min(RESERVED_PER_LEVEL, settings.dev_per_level + settings.edge_tasks)
+    taken = {task.fingerprint for task in tasks}
+    reserve = [task for task in dev_set(env.name, per_level=deeper, env=env) if task.fingerprint not in taken]
     critic = HarnessCritic(dev_evaluator(gateway, env, model_version, seed=settings.seed), settings, gateway)
     output = critic.run(
         HarnessCriticInput(
             champion=champion,
             dev_tasks=tasks,
+            reserve_tasks=reserve,
             failures=failures,
             failed_replies=replies,
             demonstrations=verified_examples(db, env.name),

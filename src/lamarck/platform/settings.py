@@ -284,6 +284,7 @@ class HarnessCriticSettings(BaseModel):
     test on the development slice (agents/harness_critic.py)."""
 
     dev_per_level: int = Field(4, ge=1, le=50)  # development-slice tasks per level (training seeds only)
+    edge_tasks: int = Field(12, ge=0, le=50)  # more dev tasks at each level of the champion's edge (0: none)
     demonstration_proposals: int = Field(2, ge=0, le=32)
     knob_proposals: int = Field(4, ge=0, le=64)
     rewrite_proposals: int = Field(1, ge=0, le=8)
