@@ -90,6 +90,9 @@ def main() -> None:
     parser.add_argument("--env", nargs="+", default=["arithmetic", "string_ops"])
     parser.add_argument("--per-level", type=int, default=5, help="report-slice tasks per level")
     parser.add_argument("--dev-per-level", type=int, default=4, help="development-slice tasks per level")
+    parser.add_argument(
+        "--edge-tasks", type=int, default=12, help="more dev tasks at each level of the champion's edge (0: none)"
+    )
     parser.add_argument("--early-tasks", type=int, default=8, help="the small batch every challenger meets first")
     parser.add_argument("--budget-tasks", type=int, default=400, help="task evaluations per round, champion included")
     parser.add_argument("--work", default=str(ROOT / ".bench-harness"))
@@ -101,7 +104,10 @@ def main() -> None:
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     round_settings = HarnessCriticSettings(
-        dev_per_level=args.dev_per_level, early_tasks=args.early_tasks, budget_tasks=args.budget_tasks
+        dev_per_level=args.dev_per_level,
+        edge_tasks=args.edge_tasks,
+        early_tasks=args.early_tasks,
+        budget_tasks=args.budget_tasks,
     )
     settings = Settings(data_dir=work, harness_critic=round_settings)
     container = Container(settings)
