@@ -127,11 +127,19 @@ class _Champion:
             return True
         if not budget.take(len(missing)):
             return False
-        result = self.evaluate(self.spec, missing)
+        self._record(self.evaluate(self.spec, missing))
+        return True
+
+    def extend(self, tasks: Sequence[TaskSpec], budget: _Budget) -> None:
+        """Add ``tasks`` to the slice, evaluated, if the budget has room for them (after ``first`` ran on it all)."""
+        if tasks and budget.take(len(tasks)):
+            self.tasks += tasks
+            self._record(self.evaluate(self.spec, tasks))
+
+    def _record(self, result: DevResult) -> None:
         self.passed += result.passed
         self.tokens += result.tokens
         self.answered += result.answered
-        return True
 
     def answer_rate(self, n: int) -> float | None:
         return DevResult(passed=self.passed, tokens=self.tokens, answered=self.answered).answer_rate(n)
@@ -153,14 +161,15 @@ def edge_levels(tasks: Sequence[TaskSpec], passed: Sequence[bool]) -> list[int]:
     for i, task in enumerate(tasks):
         by_level.setdefault(task.difficulty, []).append(i)
     rate = {level: sum(passed[i] for i in items) / len(items) for level, items in by_level.items()}
-    edge = {level for level in by_level if 0 < rate[level] < 1}
-    if not edge:
-        edge |= {max((level for level, r in rate.items() if r == 1), default=min(by_level, default=0))}
+    edge = {level for level, r in rate.items() if 0 < r < 1}
+    solved = [level for level, r in rate.items() if r == 1]
+    if not edge and solved:
+        edge.add(max(solved))
     top = max((level for level, r in rate.items() if r > 0), default=None)
     above = [level for level, r in rate.items() if r == 0 and (top is None or level > top)]
     if above:
         edge.add(min(above))
-    return sorted(level for level in edge if level in by_level)
+    return sorted(edge)
 
 
 def edge_first(tasks: Sequence[TaskSpec], passed: Sequence[bool]) -> list[int]:
@@ -214,10 +223,7 @@ class HarnessCritic:
                 tasks_evaluated=budget.used,
             )
         edge = set(edge_levels(scout.tasks, scout.passed))
-        deeper = [task for task in request.reserve_tasks if task.difficulty in edge]
-        if deeper and budget.take(len(deeper)):  # more of the tasks that can decide, before any challenger runs
-            scout.tasks += deeper
-            scout.first(len(scout.tasks), _Budget(len(deeper)))
+        scout.extend([task for task in request.reserve_tasks if task.difficulty in edge], budget)
         champion = scout.reordered(edge_first(scout.tasks, scout.passed))
         dev_tasks = champion.tasks
         for proposal in proposals:

@@ -15,7 +15,6 @@ on the way up: its pool is the verified passes of earlier generations.
 
 from __future__ import annotations
 
-import logging
 import time
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,8 +35,6 @@ from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.database import Database
 from lamarck.platform.storage.records import RunStepDone, Task
 from lamarck.skills_library.retrieval import SKILLS_COLLECTION
-
-log = logging.getLogger(__name__)
 
 STEP_PREFIX = "rollout:t"
 
@@ -163,9 +160,8 @@ def warm_for_rollouts(container: Container) -> float:
     gateway, the lesson store and skill library, and the embedder with one embedding (loading MiniLM was 7.8 s of a
     fresh worker's 8.5 s first-job overhead). Returns the seconds it took."""
     started = time.monotonic()
-    opened = (container.db, container.sandbox, container.gateway, container.lessons, container.library)
+    _ = (container.db, container.sandbox, container.gateway, container.lessons, container.library)  # opened on use
     container.memory.collection(SKILLS_COLLECTION).embed(["warm up"])
-    log.debug("warm for rollouts: %s", ", ".join(type(part).__name__ for part in opened))
     return time.monotonic() - started
 
 
