@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -44,6 +45,7 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if container.settings.mode == "embedded":
             await run_in_threadpool(_fail_orphans, container)
+        _freeze_startup_heap()
         yield
         task_runner.shutdown()
         rate_limiter.close()
@@ -79,6 +81,15 @@ def create_app(container: Container, *, runner: TaskRunner | None = None, launch
     app.include_router(training_job_routes.router, prefix="/v1")
     ui.install(app)
     return app
+
+
+def _freeze_startup_heap() -> None:
+    """Move everything allocated so far (the imported libraries, the app, the container) out of the garbage
+    collector's sight. Each full collection otherwise walks that whole heap while the event loop waits: list
+    endpoints paced at 200 requests a second had a p99 of 150-230 ms against a p50 of 2.8 ms, and 4-6 ms with the
+    startup heap frozen (``benchmarks/bench_api.py``). Objects made later are collected as before."""
+    gc.collect()
+    gc.freeze()
 
 
 def _fail_orphans(container: Container) -> None:

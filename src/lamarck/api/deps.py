@@ -3,13 +3,14 @@ scopes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from lamarck.api.db_work import run_db
 from lamarck.api.errors import ApiError
 from lamarck.api.keys import Principal, Scope, authenticate
 from lamarck.api.rate_limit import RateLimiter, RateLimiterUnavailable, retry_after
@@ -25,17 +26,21 @@ _bearer = HTTPBearer(
 )
 
 
-def get_container(request: Request) -> Container:
+# Dependencies that do not block are ``async def``: FastAPI runs a plain ``def`` dependency in its thread pool, and
+# each such hop costs a thread switch on every request.
+
+
+async def get_container(request: Request) -> Container:
     container: Container = request.app.state.container
     return container
 
 
-def get_runner(request: Request) -> TaskRunner:
+async def get_runner(request: Request) -> TaskRunner:
     runner: TaskRunner = request.app.state.runner
     return runner
 
 
-def get_launcher(request: Request) -> Launcher:
+async def get_launcher(request: Request) -> Launcher:
     launcher: Launcher = request.app.state.launcher
     return launcher
 
@@ -45,7 +50,7 @@ LauncherDep = Annotated[Launcher, Depends(get_launcher)]
 RunnerDep = Annotated[TaskRunner, Depends(get_runner)]
 
 
-def get_principal(
+async def get_principal(
     request: Request,
     container: ContainerDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -55,15 +60,19 @@ def get_principal(
     if credentials is None:
         token = request.cookies.get(COOKIE)
         if token:
-            return _session_principal(request, container, token)
+            return await _session_principal(request, container, token)
         raise ApiError(
             401,
             "no API key: send `Authorization: Bearer <key>` (create one with `lamarck keys create`)",
             headers=challenge,
         )
     configured = container.settings.api.api_key
-    principal = authenticate(
-        container.db, credentials.credentials, settings_key=configured.get_secret_value() if configured else None
+    principal = await run_db(
+        container.db,
+        authenticate,
+        container.db,
+        credentials.credentials,
+        settings_key=configured.get_secret_value() if configured else None,
     )
     if principal is None:
         raise ApiError(
@@ -72,10 +81,10 @@ def get_principal(
     return principal
 
 
-def _session_principal(request: Request, container: Container, token: str) -> Principal:
+async def _session_principal(request: Request, container: Container, token: str) -> Principal:
     sessions: SessionStore = request.app.state.sessions
     principal = sessions.get(token)
-    if principal is None or not key_still_valid(container.db, principal):
+    if principal is None or not await run_db(container.db, key_still_valid, container.db, principal):
         raise ApiError(
             401,
             "the browser's sign-in has expired, was signed out or its key revoked: sign in again at /ui/",
@@ -100,17 +109,22 @@ async def auth_failure(request: Request) -> ApiError | None:
         return None
     credentials = await _bearer(request)
     try:
-        await run_in_threadpool(get_principal, request, get_container(request), credentials)
+        await get_principal(request, await get_container(request), credentials)
     except ApiError as exc:
         return exc
     return None
 
 
-def require(scope: Scope) -> Callable[[Request, Principal], Principal]:
-    def check(request: Request, principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+def require(scope: Scope) -> Callable[[Request, Principal], Awaitable[Principal]]:
+    """A dependency that takes a token of the caller's rate limit and checks ``scope``."""
+
+    async def check(request: Request, principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
         limiter: RateLimiter = request.app.state.rate_limiter
         try:
-            decision = limiter.take(principal.key_id)
+            if limiter.blocking:
+                decision = await run_in_threadpool(limiter.take, principal.key_id)
+            else:
+                decision = limiter.take(principal.key_id)
         except RateLimiterUnavailable as exc:
             raise ApiError(503, str(exc), code="service_unavailable", headers={"Retry-After": "1"}) from None
         if not decision.allowed:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
@@ -21,6 +23,7 @@ log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 1000
 READ_BATCH = 500
+ENCODED_KEPT = 4096  # events whose wire form is kept for the next stream that sends them
 
 
 class Subscription:
@@ -46,6 +49,8 @@ class Subscription:
 
     async def next(self, timeout: float) -> BusEvent | None:
         """The next live event, or None when none came within ``timeout`` seconds."""
+        if not self.queue.empty():  # no timer to arm for an event already here (most of them, under load)
+            return self.queue.get_nowait()
         try:
             return await asyncio.wait_for(self.queue.get(), timeout)
         except TimeoutError:
@@ -62,10 +67,21 @@ class EventTail:
         self.queue_size = queue_size
         self._subscribers: set[Subscription] = set()
         self._task: asyncio.Task[None] | None = None
+        self._encoded: OrderedDict[int, str] = OrderedDict()
 
     @property
     def subscribers(self) -> int:
         return len(self._subscribers)
+
+    def encoded(self, event: BusEvent, encode: Callable[[BusEvent], str]) -> str:
+        """``encode(event)``, computed once for all of this process's streams: 200 streams of one event would
+        otherwise validate and serialise it 200 times. Stored events never change, so the id is the key."""
+        text = self._encoded.get(event.id)
+        if text is None:
+            text = self._encoded[event.id] = encode(event)
+            if len(self._encoded) > ENCODED_KEPT:
+                self._encoded.popitem(last=False)
+        return text
 
     def subscribe(self) -> Subscription:
         subscription = Subscription(self.queue_size)

@@ -15,7 +15,7 @@ def _names(dependant: Dependant) -> set[str]:
     return names
 
 
-def known_query_only(request: Request) -> None:
+async def known_query_only(request: Request) -> None:
     """A router dependency: a 422 naming the first unknown query parameter and the ones the route takes. Raised as a
     validation error, so a request without a valid key still gets its 401 first."""
     route = request.scope.get("route")

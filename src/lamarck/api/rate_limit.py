@@ -41,6 +41,7 @@ class RateLimiterUnavailable(RuntimeError):
 class RateLimiter(Protocol):
     rate: float
     burst: float
+    blocking: bool  # whether ``take`` waits on I/O, so the API calls it from its thread pool
 
     @property
     def enabled(self) -> bool: ...
@@ -64,6 +65,8 @@ class _Bucket:
 
 class MemoryRateLimiter:
     """Buckets in this process's memory; ``rate`` 0 turns it off. Several processes would each keep their own."""
+
+    blocking = False
 
     def __init__(self, rate: float, burst: int = 0, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.rate = rate
@@ -130,6 +133,8 @@ _MAX_IDLE_MS = 30 * 24 * 3600 * 1000
 
 class RedisRateLimiter:
     """Buckets in Redis under ``prefix``; each check-and-take is one atomic script, so processes share a budget."""
+
+    blocking = True
 
     def __init__(
         self,

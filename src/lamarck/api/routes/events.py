@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
+from lamarck.api.db_work import run_db
 from lamarck.api.deps import ContainerDep, ReadKey
 from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.event_stream import LiveStream, scan
@@ -66,8 +67,12 @@ def to_public(event: BusEvent) -> EventPublic:
     )
 
 
+def _wire_data(event: BusEvent) -> str:
+    return to_public(event).model_dump_json()
+
+
 @router.get("", operation_id="listEvents", response_model=EventPage, responses=ERRORS, summary="Stored events")
-def list_events(
+async def list_events(
     container: ContainerDep,
     _: ReadKey,
     wanted: TypeFilter,
@@ -75,7 +80,9 @@ def list_events(
     after: After = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> EventPage:
-    events, last = scan(container.bus, after=after, run_id=run_id, types=wanted, limit=limit)
+    events, last = await run_db(
+        container.db, scan, container.bus, after=after, run_id=run_id, types=wanted, limit=limit
+    )
     return EventPage(events=[to_public(e) for e in events], next_after=after if last is None else last.id)
 
 
@@ -108,6 +115,6 @@ async def stream_events(
     try:
         start = last_event_id if last_event_id is not None else after
         async for event in stream.events(start, wait=settings.sse_poll_seconds, gone=request.is_disconnected):
-            yield ServerSentEvent(id=str(event.id), event=event.type, data=to_public(event))
+            yield ServerSentEvent(id=str(event.id), event=event.type, raw_data=tail.encoded(event, _wire_data))
     finally:
         tail.unsubscribe(subscription)

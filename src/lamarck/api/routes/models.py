@@ -3,18 +3,21 @@ registry functions ``lamarck models promote|rollback`` use."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from sqlalchemy.orm import Session
 
+from lamarck.api.db_work import run_db
 from lamarck.api.deps import ContainerDep, ModelsKey, ReadKey
 from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.query import known_query_only
 from lamarck.api.routes.paging import Cursor, Limit, decode_cursor, next_cursor
 from lamarck.api.text import NUL_MESSAGE, has_nul
 from lamarck.api.times import UtcDatetime
+from lamarck.platform.container import Container
 from lamarck.platform.storage import api_repositories as api_repo
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Evaluation, ModelVersion
@@ -127,7 +130,7 @@ def public(version: ModelVersion) -> ModelPublic:
 
 
 @router.get("", operation_id="listModels", response_model=ModelPage, responses=ERRORS, summary="Model versions")
-def list_models(
+async def list_models(
     container: ContainerDep,
     _: ReadKey,
     status: Annotated[ModelStatus | None, Query(description="Only versions in this status.")] = None,
@@ -135,6 +138,12 @@ def list_models(
     cursor: Cursor = None,
 ) -> ModelPage:
     before = decode_cursor(cursor) if cursor else None
+    return await run_db(container.db, _models_page, container, limit=limit, status=status, before=before)
+
+
+def _models_page(
+    container: Container, *, limit: int, status: str | None, before: tuple[datetime, str] | None
+) -> ModelPage:
     with container.db.session() as session:
         rows = api_repo.model_versions_page(session, limit=limit + 1, status=status, before=before)
         page = rows[:limit]

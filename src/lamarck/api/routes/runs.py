@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Path, Query, Response
 
 from lamarck.agents.runs import RunConfig, RunError, check_resumable, create_run, request_stop, validate_config
 from lamarck.agents.summary import GenerationSummary
+from lamarck.api.db_work import run_db
 from lamarck.api.deps import ContainerDep, LauncherDep, ReadKey, RunsKey
 from lamarck.api.errors import KEYED_ERRORS, ApiError, ErrorResponse, documented
 from lamarck.api.query import known_query_only
@@ -53,7 +54,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 @router.get("", operation_id="listRuns", response_model=RunPage, responses=ERRORS, summary="Runs, newest first")
-def list_runs(
+async def list_runs(
     container: ContainerDep,
     _: ReadKey,
     status: Annotated[RunStatus | None, Query(description="Only runs in this status.")] = None,
@@ -61,6 +62,10 @@ def list_runs(
     cursor: Annotated[str | None, Query(max_length=500, description="A previous page's next_cursor.")] = None,
 ) -> RunPage:
     before = decode_cursor(cursor) if cursor else None
+    return await run_db(container.db, _runs_page, container, limit=limit, status=status, before=before)
+
+
+def _runs_page(container: Container, *, limit: int, status: str | None, before: tuple[datetime, str] | None) -> RunPage:
     with container.db.session() as session:
         runs = api_repo.runs_page(session, limit=limit + 1, status=status, before=before)
         page = runs[:limit]
