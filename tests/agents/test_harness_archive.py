@@ -10,9 +10,16 @@ import pytest
 from lamarck.agents.episodes import record_attempts
 from lamarck.agents.executor import Executor, ExecutorInput
 from lamarck.agents.harness import HarnessSpec, default_harness, load_harness, save_harness
-from lamarck.agents.harness_archive import diff, lineage_rows, promoted_harness, record_round, rollback_harness
+from lamarck.agents.harness_archive import (
+    diff,
+    lineage_rows,
+    promoted_harness,
+    raced_against,
+    record_round,
+    rollback_harness,
+)
 from lamarck.agents.harness_critic import DevResult, HarnessCritic, HarnessCriticInput
-from lamarck.agents.harness_proposals import KnobSpace
+from lamarck.agents.harness_proposals import KnobSpace, knob_proposals, with_knob, without_redundant_samples
 from lamarck.agents.harness_round import failure_cases, run_round
 from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
@@ -75,6 +82,36 @@ def test_a_round_is_archived_with_lineage_and_the_winner_promoted(db: Database) 
         }
         assert rollback_harness(session, "arithmetic") == root_id
         assert promoted_harness(session, "arithmetic") == root_id
+
+
+def test_the_archive_remembers_who_raced_the_champion_under_which_model(db: Database) -> None:
+    root_id, out = _round(db)
+    unraced = out.challengers[0].model_copy(update={"raced": False})  # type: ignore[attr-defined]
+    out = out.model_copy(update={"challengers": [unraced, *out.challengers[1:]], "promoted": None})  # type: ignore[attr-defined]
+    record_round(db, out, round_=1, model_version="m1")
+    with db.session() as session:
+        tried = raced_against(session, root_id, "m1")
+        assert tried == {c.spec.digest() for c in out.challengers[1:]} and unraced.spec.digest() not in tried
+        assert raced_against(session, root_id, "m2") == set()  # a new model may try every move again
+
+
+def test_a_round_proposes_no_move_that_already_raced_the_champion() -> None:
+    first = knob_proposals(ROOT, KnobSpace(), random.Random(0), 4)
+    tried = {p.spec.digest() for p in first}
+    later = knob_proposals(ROOT, KnobSpace(), random.Random(0), 4, tried=tried)
+    assert len(later) == 4 and not tried & {p.spec.digest() for p in later}
+    singles = {
+        without_redundant_samples(with_knob(ROOT, knob, value)).digest()
+        for knob, values in KnobSpace().model_dump().items()
+        for value in values
+    } - {ROOT.digest()}
+    covered: set[str] = set()
+    while not singles <= covered:  # one move a round, never one already raced: every single move comes first
+        (proposal,) = knob_proposals(ROOT, KnobSpace(), random.Random(len(covered)), 1, tried=covered)
+        assert proposal.spec.digest() in singles, proposal.changed
+        covered.add(proposal.spec.digest())
+    (pair,) = knob_proposals(ROOT, KnobSpace(), random.Random(2), 1, tried=covered)
+    assert pair.spec.digest() not in singles and len(pair.changed) >= 2
 
 
 def test_diff_shows_the_prompt_and_the_examples() -> None:

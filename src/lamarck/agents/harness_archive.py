@@ -104,6 +104,7 @@ def record_round(
     round_: int,
     run_id: str | None = None,
     hold_for_approval: bool = False,
+    model_version: str | None = None,
 ) -> None:
     """Archive every challenger under its parent (idempotent: a harness is its digest), promote the winner (or,
     with ``hold_for_approval``, ask a person to approve its promotion), and note the round on the parent: what was
@@ -130,6 +131,8 @@ def record_round(
                     "round": round_,
                     "run": run_id,
                     "vs": output.champion_id,
+                    "model": model_version,
+                    "raced": result.raced,
                     "wins": result.wins,
                     "losses": result.losses,
                     "tasks": result.tasks,
@@ -173,6 +176,21 @@ def record_round(
                 hold_harness(session, harness_id=output.promoted, reason=winner.reason, run_id=run_id)
             else:
                 promote_harness(session, harness_id=output.promoted, reason=winner.reason)
+
+
+def raced_against(session: Session, champion_id: str, model_version: str) -> set[str]:
+    """The digests of ``champion_id``'s challengers that already played it under ``model_version``. A round leaves
+    them out: with a few knob moves drawn at random per round, the same moves came back while others (greedy
+    decoding on arithmetic) were never tried. Under a new model version every move may be tried again."""
+    children = session.scalars(select(Harness).where(Harness.parent_id == champion_id)).all()
+    return {
+        child.digest
+        for child in children
+        if any(
+            game.get("vs") == champion_id and game.get("model") == model_version and game.get("raced", True)
+            for game in (child.eval_scores or {}).get("games", [])
+        )
+    }
 
 
 def hold_harness(session: Session, *, harness_id: str, reason: str, run_id: str | None = None) -> None:

@@ -71,6 +71,9 @@ class HarnessCriticInput(BaseModel):
     demonstrations: list[tuple[int, FewShotExample]] = Field(default_factory=list)  # (difficulty, verified success)
     registered_tools: list[str] = Field(default_factory=list)
     round: int = 0
+    # digests of challengers that already raced this champion under the same model: not proposed again, so rounds
+    # go on to moves not yet tried (``harness_archive.raced_against``)
+    tried: set[str] = Field(default_factory=set)
 
 
 class ChallengerResult(BaseModel):
@@ -82,6 +85,7 @@ class ChallengerResult(BaseModel):
     status: Literal["promoted", "rejected"]
     reason: str
     rung: int  # 0: rejected on the small batch (or before it); 1: judged on the whole slice
+    raced: bool = True  # False: the budget ran out before it played the champion, so a later round may try it
     tasks: int = 0
     wins: int = 0
     losses: int = 0
@@ -214,7 +218,9 @@ class HarnessCritic:
         survivors: list[tuple[Proposal, DevResult]] = []
         scout = _Champion(request.champion, request.dev_tasks, self.evaluate)
         if not scout.first(len(request.dev_tasks), budget):
-            results = [self._rejected(p, "budget exhausted before the champion's slice", 0) for p in proposals]
+            results = [
+                self._rejected(p, "budget exhausted before the champion's slice", 0, raced=False) for p in proposals
+            ]
             return HarnessCriticOutput(
                 champion_id=request.champion.version_id,
                 groups=groups,
@@ -228,7 +234,7 @@ class HarnessCritic:
         dev_tasks = champion.tasks
         for proposal in proposals:
             if not budget.take(early):
-                results.append(self._rejected(proposal, "budget exhausted before its first batch", 0))
+                results.append(self._rejected(proposal, "budget exhausted before its first batch", 0, raced=False))
                 continue
             batch = self.evaluate(proposal.spec, dev_tasks[:early])
             wins, losses = paired_counts(batch.passed, champion.passed[:early])
@@ -259,7 +265,9 @@ class HarnessCritic:
         for proposal, batch in keep:
             rest = dev_tasks[early:]
             if rest and not budget.take(len(rest)):
-                results.append(self._rejected(proposal, "budget exhausted before its whole slice", 0, tasks=early))
+                results.append(
+                    self._rejected(proposal, "budget exhausted before its whole slice", 0, tasks=early, raced=False)
+                )
                 continue
             full = batch if not rest else _concat(batch, self.evaluate(proposal.spec, rest))
             judged.append(self._judge(proposal, full, champion, alpha))
@@ -285,7 +293,7 @@ class HarnessCritic:
         parent = request.champion
         proposals = [
             *demonstration_proposals(parent, request.demonstrations, groups, rng, settings.demonstration_proposals),
-            *knob_proposals(parent, self.knobs, rng, settings.knob_proposals),
+            *knob_proposals(parent, self.knobs, rng, settings.knob_proposals, tried=request.tried),
         ]
         invalid: list[Rejected] = []
         if settings.rewrite_proposals > 0:
@@ -296,7 +304,7 @@ class HarnessCritic:
                 else:
                     proposals.append(rewritten)
         valid: list[Proposal] = []
-        seen = {parent.digest()}
+        seen = {parent.digest(), *request.tried}
         for proposal in proposals:
             problem = guard(parent, proposal.spec, request.registered_tools)
             if problem is not None:
@@ -371,7 +379,14 @@ class HarnessCritic:
 
     @staticmethod
     def _rejected(
-        proposal: Proposal, reason: str, rung: int, *, tasks: int = 0, wins: int = 0, losses: int = 0
+        proposal: Proposal,
+        reason: str,
+        rung: int,
+        *,
+        tasks: int = 0,
+        wins: int = 0,
+        losses: int = 0,
+        raced: bool = True,
     ) -> ChallengerResult:
         return ChallengerResult(
             harness_id=proposal.spec.version_id,
@@ -385,6 +400,7 @@ class HarnessCritic:
             tasks=tasks,
             wins=wins,
             losses=losses,
+            raced=raced,
         )
 
 

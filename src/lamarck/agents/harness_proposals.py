@@ -21,7 +21,7 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from string import Formatter
 from typing import Any, Literal
 
@@ -176,8 +176,16 @@ def without_redundant_samples(spec: HarnessSpec) -> HarnessSpec:
     return spec.derive(sampling={"samples_per_task": 1, "top_p": 1.0})
 
 
-def knob_proposals(parent: HarnessSpec, space: KnobSpace, rng: random.Random, count: int) -> list[Proposal]:
-    """Up to ``count`` distinct children, each with one knob moved (two when single moves run out)."""
+def knob_proposals(
+    parent: HarnessSpec,
+    space: KnobSpace,
+    rng: random.Random,
+    count: int,
+    *,
+    tried: Collection[str] = (),
+) -> list[Proposal]:
+    """Up to ``count`` distinct children, each with one knob moved (two when single moves run out), none of them a
+    spec whose digest is in ``tried``: every single move is proposed once before any pair."""
     if count <= 0:
         return []
     singles: list[dict[str, Any]] = []
@@ -189,7 +197,7 @@ def knob_proposals(parent: HarnessSpec, space: KnobSpace, rng: random.Random, co
     rng.shuffle(singles)
     pairs = [{**a, **b} for a, b in zip(singles[::2], singles[1::2], strict=False) if a.keys() != b.keys()]
     proposals: list[Proposal] = []
-    seen = {parent.digest()}
+    seen = {parent.digest(), *tried}
     for changes in [*singles, *pairs]:
         spec = parent
         for knob, value in changes.items():

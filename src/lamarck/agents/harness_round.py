@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from lamarck.agents.demonstrations import verified_examples
 from lamarck.agents.harness import HarnessSpec, load_harness, promoted_harness, save_harness
-from lamarck.agents.harness_archive import record_round
+from lamarck.agents.harness_archive import raced_against, record_round
 from lamarck.agents.harness_critic import HarnessCritic, HarnessCriticInput, HarnessCriticOutput, dev_evaluator
 from lamarck.agents.harness_proposals import FailureCase
 from lamarck.curriculum.environment import Environment
@@ -97,7 +97,9 @@ def run_round(
     hold_for_approval: bool = False,
 ) -> HarnessCriticOutput:
     """One round on ``env``: champion/challenger on its development slice (training seeds), archived."""
-    _, champion = current_harness(db, env, default)
+    champion_id, champion = current_harness(db, env, default)
+    with db.session() as session:
+        tried = raced_against(session, champion_id, model_version)
     failures, replies = failure_cases(db, env.name)
     tasks = dev_set(env.name, per_level=settings.dev_per_level, env=env)
     deeper = min(RESERVED_PER_LEVEL, settings.dev_per_level + settings.edge_tasks)
@@ -114,9 +116,12 @@ def run_round(
             demonstrations=verified_examples(db, env.name),
             registered_tools=[tool.name for tool in env.tools()],
             round=round_,
+            tried=tried,
         )
     )
-    record_round(db, output, round_=round_, run_id=run_id, hold_for_approval=hold_for_approval)
+    record_round(
+        db, output, round_=round_, run_id=run_id, hold_for_approval=hold_for_approval, model_version=model_version
+    )
     log.info(
         "harness-critic round %d on %s: %d challengers, promoted %s",
         round_,
