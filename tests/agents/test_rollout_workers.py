@@ -319,3 +319,32 @@ def test_a_worker_rolls_out_on_the_real_local_model(
     assert warm is not None, log[-3000:]
     # the job can be received (prefetched by the main process) while the pool process warms; it runs after
     assert warm.start() < log.index("LiteLLM completion()")
+
+
+def test_an_api_task_in_distributed_mode_is_solved_by_a_rollout_worker(
+    deployment: Deployment, start_worker: Callable[[str], Worker], postgres_db: Database
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from lamarck.api.app import create_app
+    from lamarck.api.keys import Scope, create_key
+    from lamarck.platform.storage import repositories as repo
+
+    worker = start_worker("worker-api")
+    with postgres_db.session() as session:
+        repo.register_model_version(
+            session, version_id=DEFAULT_MODEL_VERSION, base=DEFAULT_MODEL_VERSION, status="promoted"
+        )
+    _, key = create_key(postgres_db, [Scope.TASKS, Scope.READ])
+    container = Container(deployment.settings, db=postgres_db, sandbox=Sandbox(SandboxSettings()))
+    with TestClient(create_app(container)) as client:
+        response = client.post(
+            "/v1/tasks/wait",
+            json={"prompt": "What is 6 * 7?", "environment": "arithmetic", "expected": "42", "timeout": 120},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+    assert response.status_code == 200, response.text
+    task = response.json()
+    assert task["status"] == "succeeded", task
+    assert "lamarck.rollout.api_task" in worker.log.read_text(errors="replace")
+    assert _worker_calls(postgres_db), "the worker, not the API process, called the model"

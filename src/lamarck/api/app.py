@@ -21,7 +21,7 @@ from lamarck.api.routes import critic as critic_routes
 from lamarck.api.routes import evaluations as evaluation_routes
 from lamarck.api.routes import training_jobs as training_job_routes
 from lamarck.api.run_launcher import Launcher, process_launcher
-from lamarck.api.task_runner import TaskRunner
+from lamarck.api.task_runner import QueuedTaskRunner, TaskRunner
 from lamarck.platform.container import Container
 from lamarck.platform.storage import api_repositories as api_repo
 
@@ -33,13 +33,18 @@ DESCRIPTION = (
 
 
 def create_app(container: Container, *, runner: TaskRunner | None = None, launcher: Launcher | None = None) -> FastAPI:
-    """The app; it owns ``runner`` (by default a pool of ``api.task_workers`` threads) and its rate limiter (in
+    """The app; it owns ``runner`` (by default a pool of ``api.task_workers`` threads, or in distributed mode the
+    Celery rollout queue) and its rate limiter (in
     memory, or Redis when distributed: ``rate_limit.open_rate_limiter``) and closes them on exit, but not the
     container, which its creator closes. ``launcher`` starts runs (by default in processes of their own). Raises
     SettingsError (one line) when the rate limits' Redis does not answer."""
     settings = container.settings.api
     rate_limiter = open_rate_limiter(container.settings)  # first: an unreachable Redis fails here, one line
-    task_runner = runner or TaskRunner(container, workers=settings.task_workers)
+    task_runner = runner or (
+        QueuedTaskRunner(container, workers=settings.task_workers)
+        if container.settings.mode == "distributed"
+        else TaskRunner(container, workers=settings.task_workers)
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

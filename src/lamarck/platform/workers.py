@@ -41,7 +41,7 @@ ROLLOUT_QUEUE = "rollout"
 TRAIN_QUEUE = "train"
 QUEUES = (ROLLOUT_QUEUE, TRAIN_QUEUE)
 PROCESS_INIT_SECONDS = 120.0  # a rollout worker process warms up (loads the embedder) before it reports up
-TASK_MODULES = ["lamarck.training.tasks", "lamarck.agents.rollout_tasks"]
+TASK_MODULES = ["lamarck.training.tasks", "lamarck.agents.rollout_tasks", "lamarck.api.task_queue"]
 
 
 class LeaseBusy(RuntimeError):

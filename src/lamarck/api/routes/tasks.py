@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Response
@@ -103,10 +102,7 @@ async def solve_task(
     timeout: Annotated[float | None, Query(gt=0, le=600, description="Overrides the body's timeout.")] = None,
 ) -> TaskPublic:
     view = await run_in_threadpool(_submit, container, runner, body.task(), idempotency_key, principal)
-    future = runner.future(view.id)
-    if future is not None:
-        seconds = timeout or body.timeout or DEFAULT_WAIT_SECONDS
-        await asyncio.wait([asyncio.wrap_future(future)], timeout=seconds)  # neither raises nor cancels the task
+    await runner.settle(view.id, timeout or body.timeout or DEFAULT_WAIT_SECONDS)
     view = await run_in_threadpool(_read, container, view.id)
     if view.status not in TERMINAL_TASK:
         response.status_code = 202
