@@ -14,6 +14,7 @@ from lamarck.api.db_work import run_db
 from lamarck.api.event_tail import EventTail
 from lamarck.platform.container import Container
 from lamarck.platform.event_types import RunStopped
+from lamarck.platform.events import BusEvent
 from lamarck.platform.storage.database import Database
 
 
@@ -47,8 +48,8 @@ def test_an_event_is_encoded_once_for_all_streams(container: Container) -> None:
     tail = EventTail(container.bus, poll_seconds=0.05, queue_size=4)
     calls: list[int] = []
 
-    def encode(event: object) -> str:
-        calls.append(getattr(event, "id"))
+    def encode(event: BusEvent) -> str:
+        calls.append(event.id)
         return f"wire {len(calls)}"
 
     again = container.bus.replay(after_id=0, limit=10)[0]  # the same event read back by another stream
