@@ -172,3 +172,21 @@ def test_a_finished_task_reads_back_from_a_new_server_and_an_unfinished_one_ends
         assert restarted.get(f"/v1/tasks/{done['id']}", headers=keys["read"]).json() == done
         lost = restarted.get(f"/v1/tasks/{orphan.id}", headers=keys["read"]).json()
         assert lost["status"] == "failed" and "server restarted" in lost["error"]
+
+
+def test_a_task_the_broker_cannot_take_is_a_503_and_fails_its_row(
+    container: Container, keys: dict[str, dict[str, str]]
+) -> None:
+    from lamarck.api.app import create_app
+    from lamarck.api.task_runner import QueuedTaskRunner
+
+    def unreachable(task_id: str) -> None:
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    runner = QueuedTaskRunner(container, workers=1, send=unreachable)
+    with TestClient(create_app(container, runner=runner)) as client:
+        message = error_of(client.post("/v1/tasks", json={"prompt": "What is 6 * 7?"}, headers=keys["tasks"]), 503)
+        assert "could not be queued" in message and "Connection refused" in message
+    with container.db.session() as session:
+        (task,) = session.scalars(select(ApiTask)).all()
+        assert task.status == "failed" and "could not be queued" in (task.error or "")

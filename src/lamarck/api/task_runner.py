@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from lamarck.api.db_work import run_db
+from lamarck.api.errors import ApiError
 from lamarck.api.solving import TaskError, TaskRequest, resolve, solve
 from lamarck.platform.container import Container
 from lamarck.platform.settings import Settings
@@ -31,8 +33,8 @@ class TaskRunner:
         self._futures: dict[str, Future[None]] = {}
         self._lock = threading.Lock()
 
-    def submit(self, task_id: str) -> Future[None]:
-        return self.submit_work(task_id, lambda: self._run(task_id))
+    def submit(self, task_id: str) -> None:
+        self.submit_work(task_id, lambda: run_task(self.container, task_id))
 
     def submit_work(self, key: str, work: Callable[[], None]) -> Future[None]:
         """Run ``work`` in the same bounded pool as the tasks (an evaluation, say), once per ``key`` at a time; its
@@ -61,9 +63,6 @@ class TaskRunner:
         with self._lock:
             self._futures.pop(task_id, None)
 
-    def _run(self, task_id: str) -> None:
-        run_task(self.container, task_id)
-
     async def settle(self, task_id: str, seconds: float) -> None:
         """Return once the task has ended or ``seconds`` have passed (it goes on either way)."""
         future = self.future(task_id)
@@ -83,11 +82,15 @@ class QueuedTaskRunner(TaskRunner):
         super().__init__(container, workers=workers)
         self._send = send or celery_task_sender(container.settings)
 
-    def submit(self, task_id: str) -> Future[None]:
-        self._send(task_id)
-        sent: Future[None] = Future()
-        sent.set_result(None)  # queued: the row, not this future, tells when it ends
-        return sent
+    def submit(self, task_id: str) -> None:
+        """Queue the task; a broker that cannot take it fails the task's row with the reason (503 to the caller)."""
+        try:
+            self._send(task_id)
+        except Exception as exc:  # kombu's connection errors vary by transport; each ends the same way
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            message = f"the task could not be queued for a worker ({reason}): check the broker, then submit it again"
+            _finish(self.container, task_id, "failed", error=message)
+            raise ApiError(503, message, code="service_unavailable", headers={"Retry-After": "5"}) from exc
 
     def future(self, task_id: str) -> Future[None] | None:
         return None
@@ -95,7 +98,7 @@ class QueuedTaskRunner(TaskRunner):
     async def settle(self, task_id: str, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            if not await asyncio.to_thread(self._active, task_id):
+            if not await run_db(self.container.db, self._active, task_id):
                 return
             await asyncio.sleep(POLL_SECONDS)
 
