@@ -21,7 +21,7 @@ shared cores, so it trains fewer rows for fewer steps (the JSON's ``scale`` says
 
 Writes benchmarks/results/bench_recipe.json (top-level ``summary``) and prints a table.
 Run: ``.venv/bin/python benchmarks/bench_recipe.py [--tasks 36] [--steps 12] [--batch 4] [--per-level 6]
-[--slices gate report]``
+[--slices gate report] [--recipes old new] [--levels 2 3 4 5 6] [--style expression|stepwise]``
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from lamarck.agents.executor import student_opening  # noqa: E402
 from lamarck.agents.toolbox import Toolbox  # noqa: E402
 from lamarck.curriculum.environment import TaskSpec  # noqa: E402
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv  # noqa: E402
+from lamarck.curriculum.environments.arithmetic_hints import solution_steps  # noqa: E402
 from lamarck.curriculum.heldout import heldout_set, report_set, training_task  # noqa: E402
 from lamarck.platform.llm.engine import LocalEngine  # noqa: E402
 from lamarck.platform.llm.gateway import LLMGateway  # noqa: E402
@@ -65,16 +66,24 @@ MODEL = "smollm2-135m"
 LEVELS = (2, 3, 4, 5, 6)
 
 
-def reference_row(task: TaskSpec, env: ArithmeticEnv, toolbox: Toolbox) -> TrainingRow:
-    """The student's opening, one calculator call with the reference expression, its real result, the answer."""
+def reference_row(task: TaskSpec, env: ArithmeticEnv, toolbox: Toolbox, style: str = "expression") -> TrainingRow:
+    """The student's opening, the reference solution as calculator calls with their real results, the answer.
+
+    ``expression``: one call with the whole reference expression (the upper bound's rows); ``stepwise``: one call per
+    operation on the result of the one before (``solution_steps``, the form the teacher's hints show)."""
     expression = str(task.reference["expression"])
-    observation = toolbox.call("calculator", expression)
-    call = ToolCall(id="call_1", name="calculator", arguments={"input": expression})
-    messages = student_opening(task, env, default_harness_for(env)) + [
-        Message(role="assistant", content=f"CALL calculator: {expression}", tool_calls=[call]),
-        Message(role="tool", name="calculator", tool_call_id="call_1", content=observation),
-        Message(role="assistant", content=f"ANSWER: {observation}"),
-    ]
+    calls = [expression] if style == "expression" else [step for step, _ in solution_steps(expression) or []]
+    messages = student_opening(task, env, default_harness_for(env))
+    opening = len(messages)
+    observation = ""
+    for index, call in enumerate(calls, start=1):
+        observation = toolbox.call("calculator", call)
+        tool_call = ToolCall(id=f"call_{index}", name="calculator", arguments={"input": call})
+        messages += [
+            Message(role="assistant", content=f"CALL calculator: {call}", tool_calls=[tool_call]),
+            Message(role="tool", name="calculator", tool_call_id=f"call_{index}", content=observation),
+        ]
+    messages.append(Message(role="assistant", content=f"ANSWER: {observation}"))
     chat = render_for_model(Trajectory(messages=messages))
     return TrainingRow(
         task_id=task.source_id or task.fingerprint,
@@ -82,16 +91,18 @@ def reference_row(task: TaskSpec, env: ArithmeticEnv, toolbox: Toolbox) -> Train
         environment=env.name,
         difficulty=task.difficulty,
         messages=chat,
-        train_turns=[len(chat) - 3, len(chat) - 1],
-        prompt_length=len(chat) - 3,
+        train_turns=[index for index in range(opening, len(chat)) if chat[index]["role"] == "assistant"],
+        prompt_length=opening,
     )
 
 
-def reference_rows(count: int, seed: int) -> list[TrainingRow]:
+def reference_rows(
+    count: int, seed: int, levels: tuple[int, ...] = LEVELS, style: str = "expression"
+) -> list[TrainingRow]:
     env = ArithmeticEnv()
     toolbox = Toolbox(tools=env.tools())
     rng = random.Random(seed)
-    return [reference_row(training_task(env, LEVELS[i % len(LEVELS)], rng), env, toolbox) for i in range(count)]
+    return [reference_row(training_task(env, levels[i % len(levels)], rng), env, toolbox, style) for i in range(count)]
 
 
 def recipes(steps: int, base: TrainingSettings) -> dict[str, TrainingSettings]:
@@ -166,6 +177,8 @@ def summarise(
     for slice_name, prefix in (("gate", "heldout"), ("report", "report")):
         for name, result in scores.get(slice_name, {}).items():
             summary[f"{prefix}_{name}" if name == "base" else f"{prefix}_{name}_recipe"] = result.score
+    if set(curves) != {"old", "new"}:
+        return summary | {f"val_loss_{name}": c["val_loss_kept"] for name, c in curves.items()}
     return summary | {
         "val_loss_start": curves["new"]["val_loss_start"],
         "val_loss_old": curves["old"]["val_loss_kept"],
@@ -183,7 +196,7 @@ def print_table(
     scores: dict[str, dict[str, EvaluationResult]],
     seconds: dict[str, float],
 ) -> None:
-    table = Table(title=f"recipes on {rows} reference rows (arithmetic levels 2-6), greedy held-out success")
+    table = Table(title=f"recipes on {rows} reference rows, greedy held-out success")
     for column in (
         "",
         "steps",
@@ -216,6 +229,9 @@ def main() -> None:
     parser.add_argument("--slices", nargs="+", default=["gate", "report"], choices=["gate", "report"])
     parser.add_argument("--no-base", action="store_true", help="do not evaluate the base model (saves a third)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--recipes", nargs="+", default=["old", "new"], choices=["old", "new"])
+    parser.add_argument("--style", default="expression", choices=["expression", "stepwise"], help="rows' solutions")
+    parser.add_argument("--levels", nargs="+", type=int, default=list(LEVELS), help="levels trained and evaluated")
     parser.add_argument(
         "--store", type=Path, default=Path(os.environ.get("LAMARCK_TEST_MODEL_STORE", REPO / ".cache" / "test-models"))
     )
@@ -228,7 +244,8 @@ def main() -> None:
 
     store = ModelStore(args.store)
     store.import_default()
-    rows = reference_rows(args.tasks, args.seed)
+    levels = tuple(args.levels)
+    rows = reference_rows(args.tasks, args.seed, levels, args.style)
     base = TrainingSettings(validation_share=0.2, evaluations=4, batch_size=args.batch, seed=args.seed)
     work = Path(tempfile.mkdtemp(prefix="bench-recipe-"))
     results: dict[str, TrainResult] = {}
@@ -239,7 +256,7 @@ def main() -> None:
     def write(complete: bool) -> None:
         """Written after every phase, so a run cut short still leaves what it measured."""
         out = {
-            "summary": summarise(curves, scores, seconds) if len(curves) == 2 else {},
+            "summary": summarise(curves, scores, seconds) if len(curves) == len(args.recipes) else {},
             "complete": complete,
             "scale": {
                 "rows": len(rows),
@@ -248,7 +265,8 @@ def main() -> None:
                 "batch_size": args.batch,
                 "slices": args.slices,
                 "heldout_per_level": args.per_level,
-                "levels": list(LEVELS),
+                "levels": list(levels),
+                "style": args.style,
                 "note": (
                     f"fewer rows and steps than the upper bound (160 rows, 40 steps at 1e-3): {len(rows)} "
                     f"rows and at most {args.steps} steps of {args.batch} rows per recipe, to fit about 8 "
@@ -275,13 +293,15 @@ def main() -> None:
     env = ArithmeticEnv()
     makers = {"gate": heldout_set, "report": report_set}
     slices = {
-        name: [t for t in makers[name](env.name, per_level=args.per_level, env=env) if t.difficulty in LEVELS]
+        name: [t for t in makers[name](env.name, per_level=args.per_level, env=env) if t.difficulty in levels]
         for name in args.slices
     }
     versions = {} if args.no_base else {"base": MODEL}
     tag = f"{args.seed}-{int(time.time())}"
     try:
         for name, settings in recipes(args.steps, base).items():
+            if name not in args.recipes:
+                continue
             results[name], seconds[name] = run_recipe(name, settings, rows, store, work, console)
             curves[name] = curve(results[name])
             write(complete=False)

@@ -11,7 +11,7 @@ from lamarck.curriculum.calculator import calculate
 from lamarck.curriculum.environment import provides_hints
 from lamarck.curriculum.environments.arithmetic import ArithmeticEnv
 from lamarck.curriculum.environments.arithmetic_families import REPORT_FAMILIES, TRAINING_FAMILIES
-from lamarck.curriculum.environments.arithmetic_hints import expression_key
+from lamarck.curriculum.environments.arithmetic_hints import expression_key, solution_steps
 from lamarck.curriculum.environments.arithmetic_language import NUMBER_WORDS
 
 SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "//", "mod": "%"}
@@ -154,6 +154,12 @@ def test_solution_hint_of_a_proposed_expression():
     assert half.startswith("Start with (12 + (30 * 2)), then continue")
     assert half.endswith("CALL calculator: (12 + (30 * 2))")
     assert ArithmeticEnv().solution_hint(task.model_copy(update={"reference": {}}), 0.5) is None
+
+
+def test_solution_steps_follow_evaluation_order():
+    assert solution_steps("((19 + 33) + 64) // 9") == [("19 + 33", 52), ("52 + 64", 116), ("116 // 9", 12)]
+    assert solution_steps("12+30*2+ 0") == [("30 * 2", 60), ("12 + 60", 72), ("72 + 0", 72)]
+    assert solution_steps("7 / 2") is None and solution_steps("7 //") is None and solution_steps("5 // 0") is None
 
 
 def test_expression_key_ignores_spacing_and_redundant_parentheses(env, training_tasks):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.environments.arithmetic_families import OPS, Family
@@ -21,6 +21,10 @@ _OP_NAMES = {
 }
 _SYMBOLS: dict[type[ast.operator], str] = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+}  # fmt: skip
+_STEP_OPS: dict[type[ast.operator], Callable[[int, int], int]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
 }  # fmt: skip
 CALL_EXAMPLE = "CALL calculator: (16 - 2) + 12"
 MAX_CUES_PER_OP = 8  # the glossary goes into a small model's prompt: keep it short
@@ -74,6 +78,34 @@ def solution_hint(task: TaskSpec, share: float) -> str | None:
         f"Start with ({_render(part)}), then continue with the remaining steps, all in one calculator call "
         f"that begins CALL calculator: ({_render(part)})"
     )
+
+
+def solution_steps(expression: str) -> list[tuple[str, int]] | None:
+    """The expression as a chain of single operations in evaluation order: (call, its value) per operation,
+    where an inner operation's value stands in for it. None when it does not parse to whole-number steps."""
+    try:
+        root = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return None
+    chain: list[tuple[str, int]] = []
+
+    def value(node: ast.expr) -> int:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _STEP_OPS:
+            left, right = value(node.left), value(node.right)
+            result = _STEP_OPS[type(node.op)](left, right)
+            chain.append((f"{left} {_SYMBOLS[type(node.op)]} {right}", result))
+            return result
+        raise ValueError(f"not a whole-number step: {ast.unparse(node)}")
+
+    try:
+        value(root)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return chain or None
 
 
 def expression_key(expression: str) -> str:
