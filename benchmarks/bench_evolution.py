@@ -65,6 +65,7 @@ def make_container(args: argparse.Namespace) -> Container:
         train_from=args.train_from,
         cap_per_cell=args.cap_per_cell,
         replay_share=args.replay_share,
+        stepwise_rows=args.stepwise_rows,
     )
     settings = Settings(data_dir=work, training=training)
     container = Container(settings)
@@ -456,6 +457,11 @@ def main() -> None:
         type=int,
         default=TrainingSettings().cap_per_cell,
         help="rows per environment x level in one dataset (a job from the base holds every row so far)",
+    )
+    parser.add_argument(
+        "--stepwise-rows",
+        action="store_true",
+        help="rows teach each multi-operation calculator call as one call per operation (TrainingSettings)",
     )
     parser.add_argument("--train-batch", type=int, default=4)
     parser.add_argument("--rank", type=int, default=16)

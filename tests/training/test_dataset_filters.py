@@ -96,6 +96,18 @@ def test_only_sound_passes_become_rows_shown_as_the_student_sees_them(sqlite_db:
     assert dataset.by_hint() == {"full": 1}
 
 
+def test_stepwise_rows_teach_the_models_own_expression_one_operation_per_call(sqlite_db: Database) -> None:
+    task, prompt, expression = _task(sqlite_db, 5, seed=3)
+    _episode(sqlite_db, task, prompt, expression, hint=f"The answer is the value of {expression}.")
+    [whole] = _build(sqlite_db, anchor_levels=0).rows
+    [chained] = _build(sqlite_db, anchor_levels=0, stepwise_rows=True).rows
+    assert [m["content"] for m in whole.messages[2:]][0].endswith(f"CALL calculator: {expression}")
+    calls = [m["content"] for m in chained.messages if m["content"].startswith("CALL calculator:")]
+    assert len(calls) == 3 and all(call.count(" ") == 4 for call in calls)  # "CALL calculator: a op b"
+    assert chained.messages[:2] == whole.messages[:2] and chained.messages[-1] == whole.messages[-1]
+    assert chained.train_turns == [2, 4, 6, 8] and chained.hint_level == "full"
+
+
 def test_at_most_two_rows_per_task_and_anchor_rows_capped(sqlite_db: Database) -> None:
     task, prompt, expression = _task(sqlite_db, 3, seed=2)
     for variant in range(4):  # four distinct sound passes of one task

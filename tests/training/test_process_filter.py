@@ -6,7 +6,7 @@ import pytest
 
 from lamarck.curriculum.environment import TaskSpec
 from lamarck.platform.storage.trajectory import Message, ToolCall, Trajectory
-from lamarck.training.process_filter import process_problem, tidy_process
+from lamarck.training.process_filter import chain_process, process_problem, tidy_process
 
 TASK = TaskSpec(
     environment="arithmetic",
@@ -65,3 +65,28 @@ def test_a_call_with_a_guess_is_sound_and_tidied_to_the_call_the_student_should_
     assert call.content == "CALL calculator: (16 - 2) + 12" and "25" not in call.tool_calls[0].arguments
     assert next(m for m in tidy.messages if m.role == "tool").content == "26"
     assert "= 25" in next(m for m in trajectory.messages if m.tool_calls).content  # the episode itself is unchanged
+
+
+def test_a_whole_expression_call_becomes_one_call_per_operation_with_the_calculators_results() -> None:
+    trajectory = _trajectory(("(16 - 2) + 12", "26"), final="ANSWER: 26")
+    chained = chain_process(TASK, trajectory)
+    calls = [m.content for m in chained.messages if m.tool_calls]
+    assert calls == ["CALL calculator: 16 - 2", "CALL calculator: 14 + 12"]
+    assert [m.content for m in chained.messages if m.role == "tool"] == ["14", "26"]
+    ids = [m.tool_calls[0].id for m in chained.messages if m.tool_calls]
+    assert [m.tool_call_id for m in chained.messages if m.role == "tool"] == ids and len(set(ids)) == 2
+    assert chained.messages[-1].content == "ANSWER: 26" and chained.messages[:2] == trajectory.messages[:2]
+    assert process_problem(TASK, chained, "26") is None  # the chain is as sound as the call it replaces
+
+
+def test_calls_that_are_one_operation_wrong_or_not_arithmetic_are_kept() -> None:
+    single = _trajectory(("16 - 2", "14"), ("14 + 12", "26"), final="ANSWER: 26")
+    assert chain_process(TASK, single) == single
+    misrecorded = _trajectory(("(16 - 2) + 12", "27"), final="ANSWER: 27")
+    assert chain_process(TASK, misrecorded) == misrecorded
+    fraction = _trajectory(("(16 - 2) / 12", "1.1666"), final="ANSWER: 1")
+    assert chain_process(TASK, fraction) == fraction
+    other = TASK.model_copy(update={"environment": "string_ops"})
+    assert chain_process(other, _trajectory(("(16 - 2) + 12", "26"), final="ANSWER: 26")).messages[2].content == (
+        "CALL calculator: (16 - 2) + 12"
+    )

@@ -233,6 +233,7 @@ class TrainingSettings(BaseModel):
     anchor_levels: int = Field(1, ge=0)  # levels 1..n are anchors against forgetting: capped, not the target
     anchor_share: float = Field(0.2, ge=0.0, le=1.0)  # anchor rows at most this share of a dataset
     process_filter: bool = True  # a pass becomes a row only if its answer follows from its work
+    stepwise_rows: bool = False  # ... and its multi-operation calls become one call per operation (process_filter)
     repaired_weight: float = Field(0.5, ge=0.0, le=1.0)  # share of critic-repaired rows trained (0: none, 1: all)
     max_length: int = Field(1024, ge=64)
     # the recipe (training/recipe.py): steps from the data, warmup and decay, a validation split by task

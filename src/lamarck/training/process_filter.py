@@ -18,9 +18,11 @@ import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
+from lamarck.curriculum.calculator import calculator_tool
 from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.environments.arithmetic import extract_integer
-from lamarck.platform.storage.trajectory import Trajectory
+from lamarck.curriculum.environments.arithmetic_hints import solution_steps
+from lamarck.platform.storage.trajectory import Message, Trajectory
 
 ProcessCheck = Callable[[TaskSpec, Trajectory, str], str | None]  # -> why the process is not sound, or None
 
@@ -83,6 +85,58 @@ def tidy_arithmetic(trajectory: Trajectory) -> Trajectory:
     return Trajectory(messages=messages)
 
 
+def chain_arithmetic(trajectory: Trajectory) -> Trajectory:
+    """Each sound multi-operation calculator call becomes a chain of single-operation calls, each on the result
+    of the one before, with the calculator's real result for each; the rest of the trajectory is unchanged.
+
+    The student still learns the model's own solution, only one event of the story per call: trained on the
+    reference solutions of 200 training tasks, a chain taught the base model more than one whole-expression call
+    (bench_recipe ``--style``). Rollouts keep whole-expression calls, which the base model copies from a hint far
+    more reliably than a list of calls. A call whose recorded result is not its expression's value stays as it is.
+    """
+    messages: list[Message] = []
+    source = trajectory.messages
+    index = 0
+    while index < len(source):
+        message = source[index]
+        following = source[index + 1] if index + 1 < len(source) else None
+        chain = _chain_of(message, following)
+        if chain is None or following is None:
+            messages.append(message)
+            index += 1
+            continue
+        call = (message.tool_calls or [])[0]
+        for number, step in enumerate(chain, start=1):
+            call_id = call.id if number == len(chain) else f"{call.id}-step{number}"
+            messages.append(
+                message.model_copy(
+                    update={
+                        "content": f"CALL calculator: {step}",
+                        "tool_calls": [
+                            call.model_copy(update={"id": call_id, "arguments": json.dumps({"input": step})})
+                        ],
+                    }
+                )
+            )
+            messages.append(following.model_copy(update={"tool_call_id": call_id, "content": calculator_tool(step)}))
+        index += 2
+    return Trajectory(messages=messages)
+
+
+def _chain_of(message: Message, following: Message | None) -> list[str] | None:
+    """The single-operation calls that replace this message's calculator call, or None to keep it."""
+    calls = message.tool_calls or []
+    if message.role != "assistant" or message.meta.get("few_shot") or len(calls) != 1 or calls[0].name != "calculator":
+        return None
+    if following is None or following.role != "tool" or following.tool_call_id != calls[0].id:
+        return None
+    chain = solution_steps(_argument(calls[0].arguments).partition("=")[0])
+    observed = _RESULT.match(following.content or "")
+    if chain is None or len(chain) < 2 or observed is None or Decimal(observed.group(1)) != chain[-1][1]:
+        return None
+    return [step for step, _ in chain]
+
+
 def tidy_process(task: TaskSpec, trajectory: Trajectory) -> Trajectory:
     """The trajectory with the environment's tidying applied (the same trajectory where there is none)."""
     tidy = PROCESS_TIDY.get(task.environment)
@@ -91,6 +145,13 @@ def tidy_process(task: TaskSpec, trajectory: Trajectory) -> Trajectory:
 
 PROCESS_CHECKS: dict[str, ProcessCheck] = {"arithmetic": arithmetic_process}
 PROCESS_TIDY: dict[str, Callable[[Trajectory], Trajectory]] = {"arithmetic": tidy_arithmetic}
+PROCESS_CHAIN: dict[str, Callable[[Trajectory], Trajectory]] = {"arithmetic": chain_arithmetic}
+
+
+def chain_process(task: TaskSpec, trajectory: Trajectory) -> Trajectory:
+    """The trajectory with the environment's one-operation-per-call rewriting (the same where there is none)."""
+    chain = PROCESS_CHAIN.get(task.environment)
+    return chain(trajectory) if chain is not None else trajectory
 
 
 def _calculator_calls(trajectory: Trajectory) -> list[tuple[str, Decimal | None]]:

@@ -31,7 +31,7 @@ from lamarck.platform.settings import TrainingSettings
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Episode, Harness, Task
 from lamarck.platform.storage.trajectory import STUDENT_OPENING, Trajectory, render_for_model
-from lamarck.training.process_filter import process_problem, tidy_process
+from lamarck.training.process_filter import chain_process, process_problem, tidy_process
 from lamarck.training.student_rows import RowRefused, opening_length, student_row, trained_turns
 
 log = logging.getLogger(__name__)
@@ -254,6 +254,8 @@ def episode_row(episode: Episode, task: Task, settings: TrainingSettings) -> Tra
         if problem is not None:
             raise RowRefused(problem.split(":")[0], problem)
         trajectory = tidy_process(spec, trajectory)
+        if settings.stepwise_rows:
+            trajectory = chain_process(spec, trajectory)
     repaired = episode.repaired_from_id is not None
     weight = settings.repaired_weight if repaired else 1.0
     common: _RowOrigin = {
