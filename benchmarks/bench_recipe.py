@@ -70,7 +70,7 @@ def reference_row(task: TaskSpec, env: ArithmeticEnv, toolbox: Toolbox, style: s
     """The student's opening, the reference solution as calculator calls with their real results, the answer.
 
     ``expression``: one call with the whole reference expression (the upper bound's rows); ``stepwise``: one call per
-    operation on the result of the one before (``solution_steps``, the form the teacher's hints show)."""
+    operation on the result of the one before (``solution_steps``, the form ``stepwise_rows`` trains)."""
     expression = str(task.reference["expression"])
     calls = [expression] if style == "expression" else [step for step, _ in solution_steps(expression) or []]
     messages = student_opening(task, env, default_harness_for(env))
@@ -268,9 +268,8 @@ def main() -> None:
                 "levels": list(levels),
                 "style": args.style,
                 "note": (
-                    f"fewer rows and steps than the upper bound (160 rows, 40 steps at 1e-3): {len(rows)} "
-                    f"rows and at most {args.steps} steps of {args.batch} rows per recipe, to fit about 8 "
-                    "minutes on 2 shared cores"
+                    f"{len(rows)} rows and at most {args.steps} steps of {args.batch} rows per recipe (the upper "
+                    "bound trained 160 rows for 40 steps at 1e-3)"
                 ),
             },
             "recipes": curves,

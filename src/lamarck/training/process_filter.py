@@ -90,9 +90,10 @@ def chain_arithmetic(trajectory: Trajectory) -> Trajectory:
     of the one before, with the calculator's real result for each; the rest of the trajectory is unchanged.
 
     The student still learns the model's own solution, only one event of the story per call: trained on the
-    reference solutions of 200 training tasks, a chain taught the base model more than one whole-expression call
-    (bench_recipe ``--style``). Rollouts keep whole-expression calls, which the base model copies from a hint far
-    more reliably than a list of calls. A call whose recorded result is not its expression's value stays as it is.
+    reference solutions of 200 training tasks, chains raised the gate slice (training families) more than
+    whole-expression calls did, though not the report slice (bench_recipe ``--style``). Rollouts keep
+    whole-expression calls, which the base model copies from a hint far more reliably than a list of calls. A call
+    whose recorded result is not its expression's value stays as it is.
     """
     messages: list[Message] = []
     source = trajectory.messages
