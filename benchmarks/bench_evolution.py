@@ -51,6 +51,7 @@ def make_container(args: argparse.Namespace) -> Container:
     work.mkdir(parents=True, exist_ok=True)
     training = TrainingSettings(
         min_new_episodes=args.min_new,
+        min_new_row_share=args.min_new_row_share,
         max_steps=args.steps,
         batch_size=args.train_batch,
         epochs=args.epochs,
@@ -414,6 +415,12 @@ def main() -> None:
         help="tasks of a cell that must fail a ladder rung before its tasks enter above it (0: always climb from none)",
     )
     parser.add_argument("--min-new", type=int, default=32)
+    parser.add_argument(
+        "--min-new-row-share",
+        type=float,
+        default=TrainingSettings().min_new_row_share,
+        help="fresh rows a retry from the same parent needs, per row of its largest earlier job (above 1: bigger jobs)",
+    )
     parser.add_argument("--steps", type=int, default=60, help="cap on training steps per job (planned from data)")
     parser.add_argument("--epochs", type=float, default=TrainingSettings().epochs, help="passes over a job's rows")
     parser.add_argument(

@@ -102,6 +102,48 @@ def test_a_dataset_with_too_few_rows_new_to_the_parents_jobs_is_not_queued(tmp_p
         container.close()
 
 
+def test_a_share_above_one_makes_each_retry_from_the_same_parent_wait_for_more_rows_than_the_last(
+    tmp_path: Path, sqlite_db: Database
+) -> None:
+    """Fewer, bigger jobs: with a share of 2, a refused job of 2 rows is retried only once 4 rows are new to it."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=sqlite_db.url,
+        training=TrainingSettings(min_new_episodes=1, process_filter=False, anchor_levels=0, min_new_row_share=2.0),
+    )
+    container = Container(settings)
+    sent: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for seed in (600, 601):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        first = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert first.scheduled and first.dataset_digest is not None
+        with sqlite_db.session() as session:
+            registry.ensure_base_registered(session)
+            registry.register_candidate(
+                session,
+                version_id=registry.candidate_id("smollm2-135m", first.dataset_digest),
+                base="smollm2-135m",
+                adapter_path=None,
+                parent_id="smollm2-135m",
+                dataset_digest=first.dataset_digest,
+                training_metrics={},
+            )
+        for seed in (610, 611, 612):
+            task, prompt = add_task(sqlite_db, seed=seed)
+            add_episode(sqlite_db, task, prompt)
+        waiting = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert not waiting.scheduled and "only 3 of 5 rows are new" in waiting.reason and len(sent) == 1
+        assert "200% of the 2 new rows its largest job trained on" in waiting.reason
+        task, prompt = add_task(sqlite_db, seed=613)
+        add_episode(sqlite_db, task, prompt)
+        bigger = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
+        assert bigger.scheduled and len(sent) == 2
+    finally:
+        container.close()
+
+
 def test_a_job_from_the_base_trains_on_every_row_so_far_and_needs_rows_new_to_the_champion(
     tmp_path: Path, sqlite_db: Database
 ) -> None:

@@ -267,7 +267,9 @@ class TrainingSettings(BaseModel):
     gate_looks: int = Field(10, ge=1)  # gate decisions planned in advance; each is tested at gate_alpha / gate_looks
     gate_effect: float = Field(0.15, gt=0.0, le=1.0)  # the pass-rate gain the gate's power is computed for
     sampler_dev_per_level: int = Field(5, ge=1, le=50)  # dev tasks per level that pick a refused candidate as sampler
-    min_new_row_share: float = Field(0.5, ge=0.0, le=1.0)  # new rows a job needs, per row of its largest sibling
+    # new rows a job needs, per row of its largest sibling: above 1, each retry from the same parent waits for more
+    # data than the last (fewer, bigger jobs; on 2 cores a job and its gate cost minutes of rollouts)
+    min_new_row_share: float = Field(0.5, ge=0.0, le=10.0)
     # where a job's weights start: "champion" continues the champion's adapter on the rows since it (warm start);
     # "base" trains a fresh adapter on the base model over every row so far (ReST-EM). The lineage parent, and so
     # the gate's opponent, is the champion either way.
