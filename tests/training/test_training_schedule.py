@@ -17,6 +17,21 @@ from lamarck.training.dataset_io import dataset_dir, load_dataset
 from lamarck.training.pipeline import maybe_schedule_distillation
 
 
+def record_candidate_of_base(db: Database, digest: str) -> None:
+    """A job from the base ran on ``digest`` and registered its candidate (not promoted)."""
+    with db.session() as session:
+        registry.ensure_base_registered(session)
+        registry.register_candidate(
+            session,
+            version_id=registry.candidate_id("smollm2-135m", digest),
+            base="smollm2-135m",
+            adapter_path=None,
+            parent_id="smollm2-135m",
+            dataset_digest=digest,
+            training_metrics={},
+        )
+
+
 def test_schedules_once_enough_new_episodes_exist_and_never_the_same_data_twice(
     tmp_path: Path, sqlite_db: Database
 ) -> None:
@@ -47,17 +62,8 @@ def test_schedules_once_enough_new_episodes_exist_and_never_the_same_data_twice(
         ]
         assert (dataset_dir(settings.data_dir, second.dataset_digest) / "rows.parquet").is_file()
         assert [e.type for e in bus.replay()] == ["training.scheduled"]
-        with sqlite_db.session() as session:  # the job ran and made a candidate from this digest
-            registry.ensure_base_registered(session)
-            registry.register_candidate(
-                session,
-                version_id=registry.candidate_id("smollm2-135m", second.dataset_digest),
-                base="smollm2-135m",
-                adapter_path=None,
-                parent_id="smollm2-135m",
-                dataset_digest=second.dataset_digest,
-                training_metrics={},
-            )
+        # the job ran and made a candidate from this digest
+        record_candidate_of_base(sqlite_db, second.dataset_digest)
         third = maybe_schedule_distillation(container, send)
         assert not third.scheduled and "already trained" in third.reason and len(sent) == 1
     finally:
@@ -78,17 +84,8 @@ def test_a_dataset_with_too_few_rows_new_to_the_parents_jobs_is_not_queued(tmp_p
             add_episode(sqlite_db, task, prompt)
         first = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
         assert first.scheduled and first.dataset_digest is not None
-        with sqlite_db.session() as session:  # trained, then refused by the gate: the champion is still the base
-            registry.ensure_base_registered(session)
-            registry.register_candidate(
-                session,
-                version_id=registry.candidate_id("smollm2-135m", first.dataset_digest),
-                base="smollm2-135m",
-                adapter_path=None,
-                parent_id="smollm2-135m",
-                dataset_digest=first.dataset_digest,
-                training_metrics={},
-            )
+        # trained, then refused by the gate: the champion is still the base
+        record_candidate_of_base(sqlite_db, first.dataset_digest)
         task, prompt = add_task(sqlite_db, seed=410)  # one new episode beside four trained ones: < half of 4
         add_episode(sqlite_db, task, prompt)
         again = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
@@ -119,17 +116,7 @@ def test_a_share_above_one_makes_each_retry_from_the_same_parent_wait_for_more_r
             add_episode(sqlite_db, task, prompt)
         first = maybe_schedule_distillation(container, lambda name, kwargs: sent.append((name, kwargs)))
         assert first.scheduled and first.dataset_digest is not None
-        with sqlite_db.session() as session:
-            registry.ensure_base_registered(session)
-            registry.register_candidate(
-                session,
-                version_id=registry.candidate_id("smollm2-135m", first.dataset_digest),
-                base="smollm2-135m",
-                adapter_path=None,
-                parent_id="smollm2-135m",
-                dataset_digest=first.dataset_digest,
-                training_metrics={},
-            )
+        record_candidate_of_base(sqlite_db, first.dataset_digest)
         for seed in (610, 611, 612):
             task, prompt = add_task(sqlite_db, seed=seed)
             add_episode(sqlite_db, task, prompt)
