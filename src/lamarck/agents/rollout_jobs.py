@@ -122,7 +122,7 @@ def run_rollout(container: Container, job: RolloutJob) -> list[str]:
         environments,
         skills=container.library,
         lessons=container.lessons,
-        max_concurrency=config.concurrency or container.settings.engine.rollout_concurrency,
+        max_concurrency=config.concurrency or container.settings.engine.max_batch_size,
     )
     request = ExecutorInput(
         tasks=[spec],
