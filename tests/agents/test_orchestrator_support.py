@@ -85,7 +85,7 @@ def make_container(
     """The composition root over the test's database, gateway and memory; the rest from settings."""
     settings = Settings(
         data_dir=data_dir,
-        engine=EngineSettings(max_batch_size=16),
+        engine=EngineSettings(slots=16, max_batch_size=16),
         harness_critic=harness_critic or HarnessCriticSettings(),
     )
     return Container(settings, db=db, gateway=gateway, memory=memory, sandbox=Sandbox(SandboxSettings()))

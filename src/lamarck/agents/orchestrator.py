@@ -244,7 +244,7 @@ class Orchestrator:
                 environments,
                 skills=s.library,
                 lessons=s.lessons,
-                max_concurrency=config.concurrency or s.settings.engine.max_batch_size,
+                max_concurrency=config.concurrency or s.settings.engine.rollout_concurrency,
             ),
             critic=Critic(s.gateway, environments, s.db, lessons=s.lessons),
             gateway=s.gateway,

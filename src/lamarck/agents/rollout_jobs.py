@@ -122,7 +122,7 @@ def run_rollout(container: Container, job: RolloutJob) -> list[str]:
         environments,
         skills=container.library,
         lessons=container.lessons,
-        max_concurrency=config.concurrency or container.settings.engine.max_batch_size,
+        max_concurrency=config.concurrency or container.settings.engine.rollout_concurrency,
     )
     request = ExecutorInput(
         tasks=[spec],

@@ -66,7 +66,7 @@ class RunConfig(BaseModel):
     judge: bool = True
     repair: bool = True
     induce_skills: bool = True
-    concurrency: int | None = Field(None, ge=1, le=1024)  # executor threads; None: the engine's max batch size
+    concurrency: int | None = Field(None, ge=1, le=1024)  # executor threads; None: the engine's rollout_concurrency
     hints: list[HintLevel] = Field(default_factory=lambda: list(LADDER))  # the teacher's ladder; ["none"]: no help
     # a cell's tasks enter the ladder above a rung once this many (decayed) tasks of the current model reached that
     # rung there and none was solved; None: every task climbs from the bottom

@@ -147,7 +147,7 @@ def run(container: Container, evaluation_id: str) -> Outcome | None:
             harness,
             samples=request.samples,
             eval_set=eval_set,
-            max_concurrency=container.settings.engine.max_batch_size,
+            max_concurrency=container.settings.engine.rollout_concurrency,
         )
     except (EvaluationError, EvaluationInputError, LookupError, ValueError) as exc:
         return _finish(container, evaluation_id, error=str(exc))

@@ -52,7 +52,7 @@ def evolve(
     judge: Annotated[bool, typer.Option(help="Ask the critic model for critiques and lessons.")] = True,
     repair: Annotated[bool, typer.Option(help="Ask the critic model to repair failed attempts.")] = True,
     induce: Annotated[bool, typer.Option(help="Induce skills from verified successes.")] = True,
-    concurrency: Annotated[int | None, typer.Option(help="Executor threads (default: engine batch size).")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Executor threads (default: one per engine slot).")] = None,
     hints: Annotated[
         list[str],
         typer.Option(
@@ -444,7 +444,7 @@ def eval_command(
                     spec,
                     samples=samples,
                     eval_set=eval_set,
-                    max_concurrency=container.settings.engine.max_batch_size,
+                    max_concurrency=container.settings.engine.rollout_concurrency,
                 )
             result.evaluation_id = store_evaluation(container.db, result)
         table = Table(

@@ -116,6 +116,12 @@ class EngineSettings(BaseModel):
     batch_window_ms: float = Field(5.0, ge=0.0, le=1000.0)
     threads: int | None = Field(None, ge=1)
 
+    @property
+    def rollout_concurrency(self) -> int:
+        """Rollouts run at once by default: one per llama.cpp slot, so no slot idles while episodes wait for a
+        thread; the torch engine's largest batch."""
+        return self.slots if self.backend == "llamacpp" else self.max_batch_size
+
 
 class GatewaySettings(BaseModel):
     retries: int = Field(3, ge=0, le=20)
