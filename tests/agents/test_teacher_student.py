@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from lamarck.agents.executor import Executor, ExecutorInput, student_opening
 from lamarck.agents.harness import FewShotExample, default_harness
-from lamarck.agents.hint_ladder import run_ladder, rung_index
+from lamarck.agents.hint_ladder import LadderOutcome, run_ladder, rung_index
 from lamarck.agents.teacher import HintLevel, NoHelp, apply_help, demonstration, help_for
 from lamarck.agents.toolbox import LessonHandle, SkillHandle
 from lamarck.curriculum.environment import TaskSpec
@@ -260,3 +261,62 @@ def test_the_dataset_check_refuses_a_row_that_does_not_open_as_the_student_sees_
     hinted = [*opening[:-1], {"role": "user", "content": opening[-1]["content"] + "\n\nHint: " + GLOSSARY}]
     with pytest.raises(DatasetRefused, match="does not open with what the executor shows the student"):
         check(DistillationSet(parent_version="m", rows=[row([*hinted, *reply])]))
+
+
+def test_a_task_climbs_to_its_next_rung_while_another_is_still_on_its_first() -> None:
+    """Rungs are not waves: task 0's full-hint attempt starts while task 1's unhelped attempt is still running, so
+    the engine's batch does not drain at the end of each rung."""
+    env = HintedArithmetic()
+    tasks = [env.generate(3, random.Random(seed)) for seed in range(2)]
+    overlapped = threading.Event()
+
+    def respond(messages: list[dict[str, Any]], n: int) -> list[str]:
+        last = _last_user(messages)
+        if last.startswith("RESULT: "):
+            return [f"ANSWER: {last.removeprefix('RESULT: ').split()[0]}"] * n
+        if "value of " in last:
+            if last.startswith(tasks[0].prompt):
+                overlapped.set()
+            return [f"CALL calculator: {last.split('value of ', 1)[1].rstrip('.')}"] * n
+        if last == tasks[1].prompt:
+            overlapped.wait(timeout=10)  # a ladder run rung by rung would wait here the whole timeout
+        return ["CALL calculator: 1 + 1"] * n
+
+    with scripted_provider(ScriptedLLM(respond)):
+        out = _climb_two(env, tasks, [HintLevel.NONE, HintLevel.FULL])
+    assert overlapped.is_set()
+    assert out.rungs[0].seconds < 10
+    assert {index: level.value for index, level in out.solved_at.items()} == {0: "full", 1: "full"}
+    rungs = [rung_index(a.sample_index) for a in out.attempts]
+    assert rungs == sorted(rungs)  # attempts are reported rung by rung, whatever order they finished in
+
+
+def test_a_demonstrations_rung_shows_the_successes_every_task_verified_below_it() -> None:
+    env = HintedArithmetic()
+    tasks = [env.generate(3, random.Random(seed)) for seed in range(2)]
+    shown: list[str] = []
+
+    def respond(messages: list[dict[str, Any]], n: int) -> list[str]:
+        last = _last_user(messages)
+        if last.startswith("RESULT: "):
+            return [f"ANSWER: {last.removeprefix('RESULT: ').split()[0]}"] * n
+        if last == tasks[0].prompt:
+            return [f"CALL calculator: {tasks[0].reference['expression']}"] * n
+        if tasks[1].prompt in last:
+            shown.append(" ".join(m["content"] for m in messages))
+        return ["CALL calculator: 1 + 1"] * n
+
+    with scripted_provider(ScriptedLLM(respond)):
+        out = _climb_two(env, tasks, [HintLevel.NONE, HintLevel.DEMONSTRATIONS])
+    assert {index: level.value for index, level in out.solved_at.items()} == {0: "none"}
+    assert [(r.tasks, r.solved, r.unavailable) for r in out.rungs] == [(2, 1, 0), (1, 0, 0)]
+    assert [tasks[0].prompt in text for text in shown] == [False, True]  # task 0's success, shown at rung 2
+
+
+def _climb_two(env: HintedArithmetic, tasks: list[TaskSpec], rungs: list[HintLevel]) -> LadderOutcome:
+    return run_ladder(
+        Executor(_gateway(), {"arithmetic": env}),
+        ExecutorInput(tasks=tasks, model_version="m", harnesses={"arithmetic": default_harness("arithmetic")}),
+        {"arithmetic": env},
+        rungs=rungs,
+    )
