@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from lamarck.platform.python_ast import parse_module
 from lamarck.platform.storage import approvals
 from lamarck.skills_library.library import SkillLibrary
 from lamarck.skills_library.skill import SkillCandidate
@@ -72,7 +73,7 @@ def _problem(candidate: SkillCandidate) -> str | None:
     if len(candidate.code.splitlines()) > MAX_SKILL_LINES:
         return f"longer than {MAX_SKILL_LINES} lines: too specific to reuse"
     try:
-        module = ast.parse(candidate.code)
+        module = parse_module(candidate.code)
     except SyntaxError as exc:
         return f"syntax error at line {exc.lineno}: {exc.msg}"
     function = next(

@@ -7,6 +7,8 @@ import math
 import operator
 from collections.abc import Callable
 
+from lamarck.platform.python_ast import parse_expression
+
 MAX_EXPRESSION_CHARS = 300
 MAX_EXPONENT = 64
 MAX_MAGNITUDE = 10**60
@@ -38,7 +40,7 @@ def calculate(expression: str) -> Number:
     if len(text) > MAX_EXPRESSION_CHARS:
         raise CalculatorError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = parse_expression(text)
     except SyntaxError as exc:
         raise CalculatorError(f"not an arithmetic expression: {exc.msg}") from None
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:

@@ -16,6 +16,7 @@ from lamarck.curriculum.calculator import CalculatorError, calculate
 from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.environments.code_harness import run_tests
 from lamarck.curriculum.environments.string_ops import OPS_BY_NAME
+from lamarck.platform.python_ast import parse_module
 
 if TYPE_CHECKING:
     from lamarck.platform.sandbox import Sandbox
@@ -153,7 +154,7 @@ def _python_functions(difficulty: int, data: dict[str, Any], sandbox: Sandbox | 
     if len(tests) < MIN_PROPOSED_TESTS:
         raise ProposalRejected("invalid_fields", f"give at least {MIN_PROPOSED_TESTS} tests, got {len(tests)}")
     try:
-        ast.parse(solution)
+        parse_module(solution)
     except SyntaxError as exc:
         raise ProposalRejected("invalid_code", f"solution has a syntax error at line {exc.lineno}: {exc.msg}") from exc
     if sandbox is None:
@@ -176,7 +177,7 @@ def _as_check(test: Any, name: str) -> str:
     if not isinstance(test, str):
         raise ProposalRejected("invalid_fields", "each test must be a string like 'assert f(1) == 2'")
     try:
-        node = ast.parse(test.strip()).body
+        node = parse_module(test.strip()).body
     except SyntaxError as exc:
         raise ProposalRejected("invalid_code", f"test {test!r} is not valid Python") from exc
     if len(node) != 1 or not isinstance(node[0], ast.Assert):

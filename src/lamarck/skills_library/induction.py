@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lamarck.curriculum.environment import extract_code
+from lamarck.platform.python_ast import literal_value, parse_expression, parse_module
 from lamarck.platform.storage import repositories as repo
 from lamarck.platform.storage.records import Episode, Task
 from lamarck.skills_library.library import SkillLibrary
@@ -126,7 +127,7 @@ def _from_code(episode: Episode, task: Task) -> list[SkillCandidate]:
 def _definitions_only(code: str) -> str:
     """The code's imports, functions, classes and assignments (a demo call or print at the end is dropped)."""
     try:
-        tree = ast.parse(code)
+        tree = parse_module(code)
     except SyntaxError:
         return code
     keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
@@ -137,7 +138,7 @@ def _definitions_only(code: str) -> str:
 def _as_assert(test: str) -> str:
     """``_same(call, expected)`` (the curriculum's test form) -> ``assert call == expected``; else ``assert test``."""
     try:
-        node = ast.parse(test, mode="eval").body
+        node = parse_expression(test).body
     except SyntaxError:
         return f"assert {test}"
     if (
@@ -177,7 +178,7 @@ def _from_chain(
     expected: object = chain[-1].observation
     if not last.signature.endswith("-> str"):
         try:
-            expected = ast.literal_eval(chain[-1].observation)
+            expected = literal_value(chain[-1].observation)
         except (ValueError, SyntaxError):
             pass
     names = [view.name for view in views]
@@ -261,7 +262,7 @@ def _unclashed(candidate: SkillCandidate, existing: dict[str, SkillView]) -> Ski
 
 
 def _rename(source: str, old: str, new: str) -> str:
-    tree = ast.parse(source)
+    tree = parse_module(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == old:
             node.name = new

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from lamarck.platform.python_ast import parse_module
 from lamarck.skills_library.skill import ProvenanceKind, SkillCandidate, SkillError
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ def discover(entries: Iterable[EntryPoint] | None = None) -> tuple[list[SkillCan
 
 
 def _without_decorators(source: str) -> str:
-    tree = ast.parse(source)
+    tree = parse_module(source)
     node = tree.body[0]
     if isinstance(node, ast.FunctionDef) and node.decorator_list:
         lines = source.splitlines(keepends=True)

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from lamarck.memory.base import RetrievalQuery
+from lamarck.platform.python_ast import literal_value, parse_module
 
 ProvenanceKind = Literal["builtin", "plugin", "induced", "user"]
 AddStatus = Literal["added", "new_version", "unchanged", "rejected"]
@@ -138,7 +139,7 @@ def analyse(code: str, name: str) -> FunctionInfo:
     if not name.isidentifier():
         raise SkillError(f"skill name {name!r} is not a Python identifier")
     try:
-        tree = ast.parse(code)
+        tree = parse_module(code)
     except SyntaxError as exc:
         raise SkillError(f"syntax error at line {exc.lineno}: {exc.msg}") from None
     found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name]
@@ -183,7 +184,7 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 def normalise_code(code: str) -> str:
     """The code without comments, docstrings and formatting differences (for "same code" checks)."""
-    tree = ast.parse(code)
+    tree = parse_module(code)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and _is_docstring(body[0]):
@@ -199,7 +200,7 @@ def check_tests(tests: str) -> None:
     if not tests.strip():
         raise SkillError("no tests: a skill needs assert-based tests")
     try:
-        ast.parse(tests)
+        parse_module(tests)
     except SyntaxError as exc:
         raise SkillError(f"syntax error in the tests at line {exc.lineno}: {exc.msg}") from None
 
@@ -235,7 +236,7 @@ _MISSING = object()
 
 def _literal(text: str) -> Any:
     try:
-        return ast.literal_eval(text)
+        return literal_value(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
     try:
@@ -253,7 +254,7 @@ def call_expression(name: str, args: list[Any], kwargs: dict[str, Any]) -> str:
 def _source(value: Any) -> str:
     text = repr(value)
     try:
-        if ast.literal_eval(text) == value:
+        if literal_value(text) == value:
             return text
     except (ValueError, SyntaxError):
         pass

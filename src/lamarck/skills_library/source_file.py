@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from lamarck.platform.python_ast import parse_module
 from lamarck.skills_library.skill import ProvenanceKind, SkillCandidate, SkillError
 
 
@@ -29,7 +30,7 @@ def candidate_from_source(
     source: str, *, name: str | None = None, provenance: ProvenanceKind = "user", origin: str = "the file"
 ) -> SkillCandidate:
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except SyntaxError as exc:
         raise SkillError(f"syntax error in {origin} at line {exc.lineno}: {exc.msg}") from None
     lines = source.splitlines(keepends=True)

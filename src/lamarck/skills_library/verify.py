@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lamarck.platform.python_ast import literal_value
 from lamarck.platform.sandbox import Sandbox, SandboxResult
 from lamarck.skills_library.skill import format_result
 
@@ -57,7 +57,7 @@ def call_in_sandbox(sandbox: Sandbox, code: str, expression: str, *, wall_second
         return "error: " + failure_summary(result, program)
     text = result.stdout.split(marker, 1)[1].rstrip("\n")
     try:
-        value: Any = ast.literal_eval(text)
+        value: Any = literal_value(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
     return format_result(value)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from lamarck.curriculum.environment import TaskSpec
 from lamarck.curriculum.environments.arithmetic_families import OPS, Family
+from lamarck.platform.python_ast import parse_expression
 
 _OP_NAMES = {
     "add": "add (+)",
@@ -65,7 +66,7 @@ def solution_hint(task: TaskSpec, share: float) -> str | None:
             f"the number the tool returns: CALL calculator: {expression}"
         )
     try:
-        root = ast.parse(expression, mode="eval").body
+        root = parse_expression(expression).body
     except SyntaxError:
         return None
     steps = _count_ops(root)
@@ -84,7 +85,7 @@ def solution_steps(expression: str) -> list[tuple[str, int]] | None:
     """The expression as a chain of single operations in evaluation order: (call, its value) per operation,
     where an inner operation's value stands in for it. None when it does not parse to whole-number steps."""
     try:
-        root = ast.parse(expression, mode="eval").body
+        root = parse_expression(expression).body
     except SyntaxError:
         return None
     chain: list[tuple[str, int]] = []
@@ -111,7 +112,7 @@ def solution_steps(expression: str) -> list[tuple[str, int]] | None:
 def expression_key(expression: str) -> str:
     """A canonical form of an expression: spacing and redundant parentheses do not matter."""
     try:
-        return ast.unparse(ast.parse(expression.strip(), mode="eval"))
+        return ast.unparse(parse_expression(expression.strip()))
     except SyntaxError:
         return "".join(expression.split())
 
