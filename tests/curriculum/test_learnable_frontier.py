@@ -74,3 +74,16 @@ def test_after_a_promotion_the_band_starts_just_above_what_the_new_student_solve
     evidence = {("python_functions", d): CellEvidence(student_greedy=s) for d, s in scores.items()}
     picks = Counter(slot.difficulty for slot in LearnableFrontier(ladder).select(evidence, 200, rng=random.Random(0)))
     assert set(picks) == {3, 4}
+
+
+def test_a_promoted_student_is_sent_past_the_level_it_half_solves() -> None:
+    """The arithmetic hour of commit 0a024a0: after its promotion the student solved 2 of 3 level-1 development tasks
+    and its samples solved nearly every level-1 task, against a third of level-4 tasks it never solves greedily.
+    Weighted by rows per task alone, the two levels drew alike, and level-1 rows taught the champion next to nothing
+    (training loss 0.07 at the start). A row's worth falls with the student's success, so level 4 must lead."""
+    evidence = {
+        ("arithmetic", 1): CellEvidence(student_greedy=2 / 3, teacher_attempts=20, teacher_passes=19),
+        ("arithmetic", 4): CellEvidence(student_greedy=0.0, teacher_attempts=20, teacher_passes=6),
+    }
+    weights = LearnableFrontier(LADDER).weights(evidence)
+    assert weights[("arithmetic", 4)][0] > 2.5 * weights[("arithmetic", 1)][0]

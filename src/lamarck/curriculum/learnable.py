@@ -1,15 +1,19 @@
 """The learnable-cells frontier: train where the student fails and the teacher sometimes succeeds.
 
 What distillation can change is a task the student gets wrong greedily and the teacher gets right: a mastered cell
-teaches nothing new, and a cell the teacher never solves gives no rows. So each (environment, difficulty) cell
-below ``mastered`` greedy student success is weighted by the rows it is expected to teach per task: the chance
-the student fails a task there (1 - s) times the chance the teacher solves it at some rung of its hint ladder (t,
-counted per task, not per sample). An earlier weighting, the variance t(1 - t) of the teacher's per-sample success,
-kept the batch at level 2: there unaided samples passed half the time, while at higher levels the ladder's hinted
-successes were outnumbered by its failed rungs. Evidence is kept per (model version,
-harness) by the caller and decays, so the frontier moves after a promotion. A cell the teacher has not solved yet
-at any rung is "out of reach" and keeps only a small exploration weight; the first untried level above the
-highest reached one (solved by the teacher, or by the student greedily) is explored.
+teaches nothing new, and a cell the teacher never solves gives no rows. So each (environment, difficulty) cell below
+``mastered`` greedy student success is weighted by what its tasks are expected to teach: the rows a task yields, the
+chance the student fails it (1 - s) times the chance the teacher solves it at some rung of its hint ladder (t,
+counted per task, not per sample), times how much such a row can still move the student, which falls with the
+student's own success there (1 - s again): (1 - s)^2 t. Weighting by rows alone, (1 - s) t, sent a promoted
+student's batches back to the levels it half solved (an arithmetic hour of commit 0a024a0: after the promotion most
+tasks were at levels 1 and 3, where 58% of its samples passed, most rows needing no hint, and the four later jobs
+started at a training loss of 0.07-0.28 against 0.64-0.67 before it; none beat the champion). An earlier weighting,
+the variance t(1 - t) of the teacher's per-sample success, kept the batch at level 2: there unaided samples passed
+half the time, while at higher levels the ladder's hinted successes were outnumbered by its failed rungs. Evidence
+is kept per (model version, harness) by the caller and decays, so the frontier moves after a promotion. A cell the
+teacher has not solved yet at any rung is "out of reach" and keeps only a small exploration weight; the first
+untried level above the highest reached one (solved by the teacher, or by the student greedily) is explored.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ class LearnableFrontier:
                 fails = 1.0 - (e.student_greedy if e.student_greedy is not None else 0.5)
                 student = "?" if e.student_greedy is None else f"{e.student_greedy:.2f}"
                 found[(name, difficulty)] = (
-                    fails * p,
+                    fails * fails * p,
                     f"learnable: teacher solves {p:.2f} of tasks, student {student}",
                 )
         return found
