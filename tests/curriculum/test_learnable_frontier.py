@@ -77,10 +77,11 @@ def test_after_a_promotion_the_band_starts_just_above_what_the_new_student_solve
 
 
 def test_a_promoted_student_is_sent_past_the_level_it_half_solves() -> None:
-    """The arithmetic hour of commit 0a024a0: after its promotion the student solved 2 of 3 level-1 development tasks
-    and its samples solved nearly every level-1 task, against a third of level-4 tasks it never solves greedily.
-    Weighted by rows per task alone, the two levels drew alike, and level-1 rows taught the champion next to nothing
-    (training loss 0.07 at the start). A row's worth falls with the student's success, so level 4 must lead."""
+    """A case shaped like the arithmetic hour of commit 0a024a0 after its promotion: an easy level the student
+    half solves and its samples nearly always solve, against a harder one it never solves greedily and its samples
+    solve a third of the time. Weighted by rows per task alone the two drew alike, and the later jobs' rows, mostly
+    from levels 1-3, started training at a loss of 0.07-0.28. A row's worth falls with the student's success, so
+    the harder level must lead."""
     evidence = {
         ("arithmetic", 1): CellEvidence(student_greedy=2 / 3, teacher_attempts=20, teacher_passes=19),
         ("arithmetic", 4): CellEvidence(student_greedy=0.0, teacher_attempts=20, teacher_passes=6),

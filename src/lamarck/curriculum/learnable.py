@@ -6,14 +6,15 @@ teaches nothing new, and a cell the teacher never solves gives no rows. So each 
 chance the student fails it (1 - s) times the chance the teacher solves it at some rung of its hint ladder (t,
 counted per task, not per sample), times how much such a row can still move the student, which falls with the
 student's own success there (1 - s again): (1 - s)^2 t. Weighting by rows alone, (1 - s) t, sent a promoted
-student's batches back to the levels it half solved (an arithmetic hour of commit 0a024a0: after the promotion most
-tasks were at levels 1 and 3, where 58% of its samples passed, most rows needing no hint, and the four later jobs
-started at a training loss of 0.07-0.28 against 0.64-0.67 before it; none beat the champion). An earlier weighting,
-the variance t(1 - t) of the teacher's per-sample success, kept the batch at level 2: there unaided samples passed
-half the time, while at higher levels the ladder's hinted successes were outnumbered by its failed rungs. Evidence
-is kept per (model version, harness) by the caller and decays, so the frontier moves after a promotion. A cell the
-teacher has not solved yet at any rung is "out of reach" and keeps only a small exploration weight; the first
-untried level above the highest reached one (solved by the teacher, or by the student greedily) is explored.
+student's batches back to easy levels (an arithmetic hour of commit 0a024a0: the four jobs after its promotion drew
+most of their rows from levels 1-3, and most without a hint, with 58% of the champion's samples passing; they
+started at a training loss of 0.07-0.28 against 0.64-0.67 before it, and none beat the champion). An earlier
+weighting, the variance t(1 - t) of the teacher's per-sample success, kept the batch at level 2: there unaided
+samples passed half the time, while at higher levels the ladder's hinted successes were outnumbered by its failed
+rungs. Evidence is kept per (model version, harness) by the caller and decays, so the frontier moves after a
+promotion. A cell the teacher has not solved yet at any rung is "out of reach" and keeps only a small exploration
+weight; the first untried level above the highest reached one (solved by the teacher, or by the student greedily) is
+explored.
 """
 
 from __future__ import annotations
